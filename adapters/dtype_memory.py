@@ -1,0 +1,59 @@
+"""Problem 1 adapters: dtype memory and float bit patterns (handout/01_dtype_memory.md)."""
+
+from __future__ import annotations
+
+from adapters._convert import to_dtype
+
+
+def run_bytes_per_element(dtype: str) -> int:
+    """Bytes per element of the dtype named `dtype` (e.g. "bfloat16" -> 2)."""
+    from cs336_basics import dtype_memory
+
+    return int(dtype_memory.bytes_per_element(to_dtype(dtype)))
+
+
+def run_tensor_bytes(shape: list[int], dtype: str) -> int:
+    """Bytes of a contiguous tensor of `shape` and the dtype named `dtype`."""
+    from cs336_basics import dtype_memory
+
+    return int(dtype_memory.tensor_bytes(tuple(shape), to_dtype(dtype)))
+
+
+def run_decode_float_bits(bits: int, exponent_bits: int, mantissa_bits: int, finite_only: bool = False) -> float:
+    """Value of the bit pattern `bits` in the format (1 sign, exponent_bits, mantissa_bits)."""
+    from cs336_basics import dtype_memory
+
+    return float(dtype_memory.decode_float_bits(bits, exponent_bits, mantissa_bits, finite_only))
+
+
+def run_float_format_limits(exponent_bits: int, mantissa_bits: int, finite_only: bool = False) -> dict[str, float]:
+    """{"largest_finite", "smallest_normal", "smallest_subnormal"} of the format, as floats."""
+    from cs336_basics import dtype_memory
+
+    return {
+        "largest_finite": float(dtype_memory.largest_finite(exponent_bits, mantissa_bits, finite_only)),
+        "smallest_normal": float(dtype_memory.smallest_normal(exponent_bits, mantissa_bits)),
+        "smallest_subnormal": float(dtype_memory.smallest_subnormal(exponent_bits, mantissa_bits)),
+    }
+
+
+def run_underflows_to_zero(value: float, dtype: str) -> bool:
+    """Whether the nonzero `value` is stored as zero in the dtype named `dtype`."""
+    from cs336_basics import dtype_memory
+
+    return bool(dtype_memory.underflows_to_zero(value, to_dtype(dtype)))
+
+
+def run_bytes_per_parameter(optimizer: str, precision: str) -> int:
+    """Training-state bytes per parameter for `optimizer` ("sgd", "adagrad", "adamw") and
+    `precision` ("float32", "bf16_mixed")."""
+    from cs336_basics import dtype_memory
+
+    return int(dtype_memory.bytes_per_parameter(optimizer, precision))
+
+
+def run_max_trainable_parameters(num_devices: int, bytes_per_device: int, optimizer: str, precision: str) -> int:
+    """Largest parameter count whose training state fits on `num_devices` of `bytes_per_device` bytes."""
+    from cs336_basics import dtype_memory
+
+    return int(dtype_memory.max_trainable_parameters(num_devices, bytes_per_device, optimizer, precision))

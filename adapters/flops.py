@@ -1,0 +1,75 @@
+"""Problem 4 adapters: FLOPs, MFU and matmul timing (handout/04_flops.md)."""
+
+from __future__ import annotations
+
+from adapters._convert import to_dtype
+
+
+def _flops_dict(flops) -> dict[str, int]:
+    return {"forward": int(flops.forward), "backward": int(flops.backward), "total": int(flops.total)}
+
+
+def run_matmul_flops(m: int, k: int, n: int) -> int:
+    """FLOPs of (m, k) @ (k, n)."""
+    from cs336_basics import flops
+
+    return int(flops.matmul_flops(m, k, n))
+
+
+def run_elementwise_flops(shape: list[int], flops_per_element: int) -> int:
+    """FLOPs of an elementwise op with this cost per element."""
+    from cs336_basics import flops
+
+    return int(flops.elementwise_flops(tuple(shape), flops_per_element))
+
+
+def run_linear_layer_flops(batch_size: int, d_in: int, d_out: int) -> dict[str, int]:
+    """{"forward", "backward", "total"} FLOPs of one (d_in, d_out) weight matrix."""
+    from cs336_basics import flops
+
+    return _flops_dict(flops.linear_layer_flops(batch_size, d_in, d_out))
+
+
+def run_deep_linear_flops(batch_size: int, dims: list[int]) -> dict:
+    """{"forward", "backward", "total", "per_matrix": [{"forward", "backward", "total"}, ...]}."""
+    from cs336_basics import flops
+
+    whole, per_matrix = flops.deep_linear_flops(batch_size, list(dims))
+    return {**_flops_dict(whole), "per_matrix": [_flops_dict(f) for f in per_matrix]}
+
+
+def run_mfu(flops: float, seconds: float, promised_flop_per_sec: float) -> float:
+    """Model FLOPs utilization."""
+    from cs336_basics import flops as mod
+
+    return float(mod.mfu(flops, seconds, promised_flop_per_sec))
+
+
+def run_promised_flop_per_sec(device_name: str, dtype: str) -> float:
+    """Promised dense FLOP/s of `device_name` for the dtype named `dtype`."""
+    from cs336_basics import flops
+
+    return float(flops.promised_flop_per_sec(device_name, to_dtype(dtype)))
+
+
+def run_training_days(
+    num_parameters: float, num_tokens: float, num_devices: int, flop_per_sec_per_device: float, mfu: float
+) -> float:
+    """Days to train with 6 * P * tokens FLOPs."""
+    from cs336_basics import flops
+
+    return float(flops.training_days(num_parameters, num_tokens, num_devices, flop_per_sec_per_device, mfu))
+
+
+def run_time_matmul(
+    m: int, k: int, n: int, dtype: str, device: str, num_warmup: int, num_trials: int, promised: float | None = None
+) -> dict[str, float | None]:
+    """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul."""
+    from cs336_basics import flops
+
+    timing = flops.time_matmul(m, k, n, to_dtype(dtype), device, num_warmup, num_trials, promised)
+    return {
+        "seconds": float(timing.seconds),
+        "flop_per_sec": float(timing.flop_per_sec),
+        "mfu": None if timing.mfu is None else float(timing.mfu),
+    }

@@ -1,0 +1,81 @@
+"""Problem 2 adapters: strides, views and storage (handout/02_strides.md).
+
+A layout is [shape, strides, offset]: lists of ints (strides in elements) and an int.
+"""
+
+from __future__ import annotations
+
+import torch
+from jaxtyping import Shaped
+
+from adapters._convert import to_index
+
+
+def _plain(layout) -> tuple[list[int], list[int], int]:
+    shape, strides, offset = layout
+    return [int(s) for s in shape], [int(s) for s in strides], int(offset)
+
+
+def run_contiguous_strides(shape: list[int]) -> list[int]:
+    """Row-major strides of `shape`, in elements."""
+    from cs336_basics import strides
+
+    return [int(s) for s in strides.contiguous_strides(tuple(shape))]
+
+
+def run_storage_index(index: list[int], strides: list[int], offset: int) -> int:
+    """Storage index of the element at `index`."""
+    from cs336_basics import strides as mod
+
+    return int(mod.storage_index(tuple(index), tuple(strides), offset))
+
+
+def run_is_contiguous(shape: list[int], strides: list[int]) -> bool:
+    """Whether (shape, strides) is contiguous by PyTorch's rule."""
+    from cs336_basics import strides as mod
+
+    return bool(mod.is_contiguous(tuple(shape), tuple(strides)))
+
+
+def run_transpose_layout(shape: list[int], strides: list[int], offset: int, dim0: int, dim1: int):
+    """[shape, strides, offset] of x.transpose(dim0, dim1)."""
+    from cs336_basics import strides as mod
+
+    return _plain(mod.transpose_layout(tuple(shape), tuple(strides), offset, dim0, dim1))
+
+
+def run_permute_layout(shape: list[int], strides: list[int], offset: int, dims: list[int]):
+    """[shape, strides, offset] of x.permute(dims)."""
+    from cs336_basics import strides as mod
+
+    return _plain(mod.permute_layout(tuple(shape), tuple(strides), offset, tuple(dims)))
+
+
+def run_slice_layout(shape: list[int], strides: list[int], offset: int, index: list):
+    """[shape, strides, offset] of x[index]; each index entry is an int or [start, stop, step]."""
+    from cs336_basics import strides as mod
+
+    return _plain(mod.slice_layout(tuple(shape), tuple(strides), offset, to_index(index)))
+
+
+def run_shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether tensors a and b are views of one storage."""
+    from cs336_basics import strides as mod
+
+    return bool(mod.shares_storage(a, b))
+
+
+def run_can_view(shape: list[int], strides: list[int], new_shape: list[int]) -> bool:
+    """Whether x.view(new_shape) succeeds for x with this shape and these strides."""
+    from cs336_basics import strides as mod
+
+    return bool(mod.can_view(tuple(shape), tuple(strides), tuple(new_shape)))
+
+
+def run_materialize(
+    storage: Shaped[torch.Tensor, " n"], shape: list[int], strides: list[int], offset: int
+) -> Shaped[torch.Tensor, "..."]:
+    """A new tensor with the elements the view (shape, strides, offset) over `storage` sees."""
+    from cs336_basics import strides as mod
+
+    return mod.materialize(storage, tuple(shape), tuple(strides), offset)

@@ -1,0 +1,1 @@
+"""PyTorch and resource accounting: the package students complete, one module per problem."""

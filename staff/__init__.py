@@ -1,0 +1,1 @@
+"""Staff-only tools: grading, solution markers, submission intake. Never shipped to students."""

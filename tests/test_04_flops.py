@@ -1,0 +1,172 @@
+"""Problem 4: FLOPs, MFU and timing. Expected counts come from closed forms written here and from
+torch's FlopCounterMode on real forward and backward passes."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from adapters import flops as A
+from tests.checks import check_close, check_equal, explain
+
+pytestmark = pytest.mark.problem(4)
+SEE = "handout/04_flops.md"
+
+
+@pytest.mark.points(1)
+def test_matmul_and_elementwise_flops():
+    for m, k, n in [(2, 3, 4), (1, 1, 1), (4096, 4096, 4096)]:
+        check_equal(A.run_matmul_flops(m, k, n), 2 * m * k * n, what="matmul FLOPs", inputs=(m, k, n), see=f"{SEE} §4.1")
+    for shape, per in [((3, 4), 1), ((2, 5, 7), 3), ((), 2)]:
+        check_equal(A.run_elementwise_flops(list(shape), per), per * math.prod(shape),
+                    what="elementwise FLOPs", inputs=(shape, per), see=f"{SEE} §4.1")
+
+
+@pytest.mark.points(2)
+def test_linear_layer_flops():
+    for batch, d_in, d_out in [(2, 4, 4), (8, 16, 3), (1, 5, 1)]:
+        expected = {"forward": 2 * batch * d_in * d_out, "backward": 4 * batch * d_in * d_out,
+                    "total": 6 * batch * d_in * d_out}
+        check_equal(A.run_linear_layer_flops(batch, d_in, d_out), expected, what="one weight matrix's training FLOPs",
+                    inputs=f"batch_size={batch}, d_in={d_in}, d_out={d_out}", see=f"{SEE} §4.2")
+
+
+@pytest.mark.points(2)
+def test_deep_linear_flops_closed_form():
+    batch, D, K = 5, 6, 3  # x (B x D) -> w1 (D x D) -> w2 (D x K), the lecture's two-layer example
+    got = A.run_deep_linear_flops(batch, [D, D, K])
+    expected = {
+        "forward": 2 * batch * D * D + 2 * batch * D * K,
+        "backward": 4 * batch * D * D + 4 * batch * D * K,
+        "total": 6 * batch * (D * D + D * K),
+        "per_matrix": [
+            {"forward": 2 * batch * D * D, "backward": 4 * batch * D * D, "total": 6 * batch * D * D},
+            {"forward": 2 * batch * D * K, "backward": 4 * batch * D * K, "total": 6 * batch * D * K},
+        ],
+    }
+    check_equal(got, expected, what="deep linear model FLOPs", inputs=f"batch_size={batch}, dims={[D, D, K]}",
+                see=f"{SEE} §4.2")
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("batch, dims", [(4, [8, 8, 8, 2]), (3, [5, 7, 2, 9]), (2, [16, 1])])
+def test_deep_linear_flops_match_torch_flop_counter(batch, dims):
+    # Run the chain forward and backward (input requiring grad, as the 4*B*P rule assumes) and let
+    # PyTorch count the matmul FLOPs it actually did.
+    x = torch.randn(batch, dims[0], requires_grad=True)
+    weights = [torch.randn(d_in, d_out, requires_grad=True) for d_in, d_out in zip(dims, dims[1:])]
+    with FlopCounterMode(display=False) as forward_counter:
+        h = x
+        for w in weights:
+            h = h @ w
+    with FlopCounterMode(display=False) as backward_counter:
+        h.sum().backward()
+    got = A.run_deep_linear_flops(batch, dims)
+    inputs = f"batch_size={batch}, dims={dims}"
+    check_equal(got["forward"], forward_counter.get_total_flops(), what="forward FLOPs (FlopCounterMode)",
+                inputs=inputs, see=f"{SEE} §4.2")
+    check_equal(got["backward"], backward_counter.get_total_flops(), what="backward FLOPs (FlopCounterMode)",
+                inputs=inputs, see=f"{SEE} §4.2")
+    check_equal(len(got["per_matrix"]), len(weights), what="one entry per weight matrix", inputs=inputs,
+                see=f"{SEE} §4.2")
+
+
+@pytest.mark.points(1)
+def test_mfu():
+    check_close(A.run_mfu(6e15, 10.0, 989.5e12), 6e15 / 10.0 / 989.5e12, rel=1e-12, what="MFU",
+                inputs="flops=6e15, seconds=10, promised=989.5e12", see=f"{SEE} §4.3")
+    check_close(A.run_mfu(2 * 4096**3, 0.5e-3, 67.5e12), 2 * 4096**3 / 0.5e-3 / 67.5e12, rel=1e-12, what="MFU",
+                inputs="flops=2*4096**3, seconds=0.5e-3, promised=67.5e12", see=f"{SEE} §4.3")
+
+
+@pytest.mark.points(2)
+def test_promised_flop_per_sec():
+    table = [
+        ("NVIDIA A100-SXM4-80GB", "float32", 19.5e12), ("NVIDIA A100-SXM4-40GB", "bfloat16", 312e12),
+        ("NVIDIA A100 80GB PCIe", "float16", 312e12), ("NVIDIA H100 80GB HBM3", "float32", 67.5e12),
+        ("NVIDIA H100 80GB HBM3", "bfloat16", 989.5e12), ("nvidia h100", "float16", 989.5e12),
+        ("NVIDIA H100 80GB HBM3", "float8_e4m3fn", 1979e12), ("NVIDIA H200", "bfloat16", 989.5e12),
+        ("NVIDIA H200", "float8_e5m2", 1979e12),
+    ]
+    for device, dtype, expected in table:
+        check_equal(A.run_promised_flop_per_sec(device, dtype), expected, what="promised dense FLOP/s",
+                    inputs=(device, dtype), see=f"{SEE} §4.3")
+
+
+@pytest.mark.points(1)
+def test_promised_flop_per_sec_rejects_unknown():
+    for device, dtype in [("NVIDIA GeForce RTX 4090", "bfloat16"), ("cpu", "float32"),
+                          ("NVIDIA A100-SXM4-80GB", "float8_e4m3fn"), ("NVIDIA H100 80GB HBM3", "int8")]:
+        with pytest.raises(ValueError):
+            A.run_promised_flop_per_sec(device, dtype)
+
+
+@pytest.mark.points(2)
+def test_training_days():
+    got = A.run_training_days(70e9, 15e12, 1024, 989.5e12, 0.5)
+    check_close(got, 143.9, rel=1e-3, what="days to train 70e9 parameters on 15e12 tokens on 1024 H100s at MFU 0.5",
+                inputs="(70e9, 15e12, 1024, 989.5e12, 0.5)", see=f"{SEE} §4.4")
+    for args in [(1e9, 2e10, 8, 312e12, 0.4), (175e9, 300e9, 1024, 19.5e12, 0.3)]:
+        P, T, N, F, U = args
+        check_close(A.run_training_days(*args), 6 * P * T / (F * U * N) / 86400, rel=1e-9, what="training days",
+                    inputs=args, see=f"{SEE} §4.4")
+
+
+def reference_median_seconds(n: int, trials: int = 5) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    times = []
+    for _ in range(trials):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@pytest.mark.points(2)
+def test_time_matmul_on_cpu_reports_consistent_numbers():
+    m, k, n = 64, 96, 32
+    with FlopCounterMode(display=False) as counter:
+        got = A.run_time_matmul(m, k, n, "float32", "cpu", 3, 4)
+    inputs = f"m={m}, k={k}, n={n}, float32, cpu, num_warmup=3, num_trials=4"
+    runs = counter.get_total_flops() / (2 * m * k * n)
+    assert runs >= 3 + 4, explain("time_matmul must run num_warmup + num_trials matmuls (counted by FlopCounterMode)",
+                                  inputs=inputs, expected=">= 7", got=runs, see=f"{SEE} §4.5")
+    assert got["seconds"] > 0, explain("seconds per matmul", inputs=inputs, expected="> 0", got=got["seconds"],
+                                       see=f"{SEE} §4.5")
+    check_close(got["flop_per_sec"], 2 * m * k * n / got["seconds"], rel=1e-9, what="flop_per_sec = FLOPs / seconds",
+                inputs=inputs, see=f"{SEE} §4.5")
+    check_equal(got["mfu"], None, what="mfu without a promised figure on CPU", inputs=inputs, see=f"{SEE} §4.5")
+    with_promise = A.run_time_matmul(m, k, n, "float32", "cpu", 1, 3, 1e12)
+    check_close(with_promise["mfu"], with_promise["flop_per_sec"] / 1e12, rel=1e-9, what="mfu = FLOP/s / promised",
+                inputs=inputs.replace("3, 4", "1, 3") + ", promised=1e12", see=f"{SEE} §4.5")
+
+
+@pytest.mark.points(1)
+def test_time_matmul_reports_one_matmul_not_the_sum():
+    # A matmul big enough (~0.27 GFLOP) that timer overhead is noise: the median of single runs
+    # lies within 3x of ours; summing 5 trials, or timing set-up, lands outside.
+    n = 512
+    ours = [reference_median_seconds(n) for _ in range(2)]
+    got = A.run_time_matmul(n, n, n, "float32", "cpu", 2, 5)["seconds"]
+    ours.append(reference_median_seconds(n))
+    low, high = min(ours) / 3, max(ours) * 3
+    assert low <= got <= high, explain("seconds of one (512, 512) @ (512, 512) float32 matmul on CPU",
+                                       inputs="n=512, num_warmup=2, num_trials=5", expected=f"between {low:.2e} and {high:.2e}",
+                                       got=got, see=f"{SEE} §4.5")
+
+
+@pytest.mark.cuda
+@pytest.mark.points(2)
+def test_time_matmul_on_gpu_stays_below_the_promise():
+    # Without synchronization the clock stops before the GPU finishes, and the "achieved" FLOP/s
+    # exceeds what the hardware can do: MFU above 1.
+    got = A.run_time_matmul(4096, 4096, 4096, "bfloat16", "cuda", 3, 10)
+    inputs = "4096^3 bfloat16 matmul on cuda, num_warmup=3, num_trials=10"
+    assert got["mfu"] is not None and 0.05 < got["mfu"] <= 1.0, explain(
+        "MFU of a large bf16 matmul", inputs=inputs, expected="in (0.05, 1.0]", got=got["mfu"], see=f"{SEE} §4.5")
