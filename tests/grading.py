@@ -57,7 +57,7 @@ def _graded(item: pytest.Item, tests_root: Path) -> bool:
     return tests_root in Path(item.path).parents
 
 
-@dataclass
+@dataclass(eq=False)  # pluggy keeps plugins in sets, so identity hashing is needed
 class PointsPlugin:
     """Tracks graded tests through one pytest session."""
 
