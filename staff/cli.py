@@ -19,7 +19,7 @@ def _grade(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     print(f"grading {submission}", file=sys.stderr)
-    result = grade(submission, timeout_s=args.timeout, verbose=args.verbose)
+    result = grade(submission, timeout_s=args.timeout, verbose=args.verbose, test_timeout_s=args.test_timeout)
     write_results(result, args.out)
     print(result.output)
     print(f"\nscore {result.score:g} / {result.max_score:g}; results written to {args.out}")
@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
                        "(default: this repository's reference solution)")
     grade.add_argument("--out", type=Path, default=DEFAULT_RESULTS, help="where to write results.json")
     grade.add_argument("--timeout", type=float, default=1800, help="seconds the whole test run may take")
+    grade.add_argument("--test-timeout", type=float, default=None,
+                       help="seconds one test may take (default: the suite's own limit in pyproject.toml)")
     grade.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output instead of a progress bar")
     grade.set_defaults(run=_grade)
     args = parser.parse_args(argv)

@@ -101,12 +101,16 @@ def _read_report(path: Path) -> tuple[dict[str, GradedTest], int]:
     return tests, finished
 
 
-def run_suite(workspace: Path, timeout_s: float, verbose: bool) -> tuple[list[GradedTest], str]:
+def run_suite(
+    workspace: Path, timeout_s: float, verbose: bool, test_timeout_s: float | None = None
+) -> tuple[list[GradedTest], str]:
     """Run the suite in a child process; every collected test with its result, and the run's log."""
     report = workspace / ".grading-report.jsonl"
     log_path = workspace / ".pytest.log"
     command = [sys.executable, "-m", "pytest", "tests", "--grading-report", str(report), "-q", "--tb=short",
                "-p", "no:cacheprovider", "--color=no"]
+    if test_timeout_s is not None:
+        command.append(f"--timeout={test_timeout_s:g}")
     with log_path.open("w") as log:
         child = subprocess.Popen(command, cwd=workspace, env=_child_env(workspace), stdin=subprocess.DEVNULL,
                                  stdout=None if verbose else log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -148,8 +152,17 @@ def collect_only(workspace: Path) -> list[GradedTest]:
     return list(tests.values())
 
 
-def grade(submission: Path, timeout_s: float = 1800, verbose: bool = False) -> Grade:
-    """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead."""
+def grade(
+    submission: Path, timeout_s: float = 1800, verbose: bool = False, test_timeout_s: float | None = None
+) -> Grade:
+    """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
+
+    Args:
+        submission: a folder holding cs336_basics/, that folder, or a zip of either.
+        timeout_s: seconds the whole test run may take.
+        verbose: stream pytest's output instead of showing a progress bar.
+        test_timeout_s: seconds one test may take; None keeps the suite's own setting (pyproject.toml).
+    """
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch:
         workspace = Path(scratch)
@@ -163,7 +176,7 @@ def grade(submission: Path, timeout_s: float = 1800, verbose: bool = False) -> G
             (workspace / PACKAGE).mkdir()
             (workspace / PACKAGE / "__init__.py").touch()
         if problem is None:
-            tests, log = run_suite(workspace, timeout_s, verbose)
+            tests, log = run_suite(workspace, timeout_s, verbose, test_timeout_s)
             if any(t.output.startswith("FAILED: this test never finished") for t in tests):
                 summary = "The test run stopped early; its last output:\n" + log[-2000:]
         else:

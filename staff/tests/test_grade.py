@@ -103,6 +103,16 @@ def test_hostile_submission_cannot_skip_or_crash_its_way_to_points(tmp_path, ref
     assert by_name["test_decode_float32_worked_example"].status == "passed"  # work before the crash counts
 
 
+def test_a_hanging_function_costs_only_its_own_tests(tmp_path):
+    package = copy_package(tmp_path)
+    replace_in(package / "flops.py", "    # BEGIN SOLUTION\n    numel = 1", "    # BEGIN SOLUTION\n    while True:\n        pass")
+    result = grade(tmp_path, test_timeout_s=15)  # well above the slowest honest test
+    by_name = {t.name: t for t in result.tests}
+    hung = by_name["test_matmul_and_elementwise_flops"]
+    assert hung.status == "failed" and "Timeout" in hung.output
+    assert [t.name for t in result.tests if t.status == "failed"] == [hung.name]
+
+
 @pytest.mark.parametrize("entry", ["cs336_basics/../escape.py", "/cs336_basics/abs.py"])
 def test_unsafe_zip_is_refused(tmp_path, entry):
     archive = tmp_path / "evil.zip"
