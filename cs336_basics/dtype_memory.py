@@ -51,11 +51,16 @@ def tensor_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
     # END SOLUTION
 
 
+def exponent_bias(exponent_bits: int) -> int:
+    """The bias subtracted from a format's exponent field: 2**(exponent_bits - 1) - 1 (float32: 127)."""
+    return (1 << (exponent_bits - 1)) - 1
+
+
 def decode_float_bits(bits: int, exponent_bits: int, mantissa_bits: int, finite_only: bool = False) -> float:
     """The value a raw bit pattern stands for in a binary floating-point format.
 
     The format is 1 sign bit, then `exponent_bits` exponent bits, then `mantissa_bits` mantissa
-    (fraction) bits, most significant first; the exponent bias is 2**(exponent_bits - 1) - 1.
+    (fraction) bits, most significant first; the exponent bias is `exponent_bias(exponent_bits)`.
     Handles normal numbers, subnormals (exponent field 0), signed zeros, infinities and NaN.
 
     Args:
@@ -74,7 +79,7 @@ def decode_float_bits(bits: int, exponent_bits: int, mantissa_bits: int, finite_
     sign = -1.0 if (bits >> (exponent_bits + mantissa_bits)) & 1 else 1.0
     exponent = (bits >> mantissa_bits) & ((1 << exponent_bits) - 1)
     mantissa = bits & ((1 << mantissa_bits) - 1)
-    bias = (1 << (exponent_bits - 1)) - 1
+    bias = exponent_bias(exponent_bits)
     all_ones = (1 << exponent_bits) - 1
     if exponent == all_ones:
         if finite_only:
@@ -100,7 +105,7 @@ def largest_finite(exponent_bits: int, mantissa_bits: int, finite_only: bool = F
         The largest finite positive value, as a Python float.
     """
     # BEGIN SOLUTION
-    bias = (1 << (exponent_bits - 1)) - 1
+    bias = exponent_bias(exponent_bits)
     if finite_only:
         # The top exponent is usable; its all-ones mantissa is NaN, so one step below that.
         top_exponent = (1 << exponent_bits) - 1
@@ -122,8 +127,7 @@ def smallest_normal(exponent_bits: int, mantissa_bits: int) -> float:
         The value, as a Python float.
     """
     # BEGIN SOLUTION
-    bias = (1 << (exponent_bits - 1)) - 1
-    return math.ldexp(1.0, 1 - bias)
+    return math.ldexp(1.0, 1 - exponent_bias(exponent_bits))
     # END SOLUTION
 
 
@@ -137,8 +141,7 @@ def smallest_subnormal(exponent_bits: int, mantissa_bits: int) -> float:
         The value, as a Python float.
     """
     # BEGIN SOLUTION
-    bias = (1 << (exponent_bits - 1)) - 1
-    return math.ldexp(1.0, 1 - bias - mantissa_bits)
+    return math.ldexp(smallest_normal(exponent_bits, mantissa_bits), -mantissa_bits)
     # END SOLUTION
 
 
