@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from adapters._convert import to_dtype
+from adapters._instrument import ScriptedMatmuls
 
 
 def _flops_dict(flops) -> dict[str, int]:
@@ -62,14 +63,26 @@ def run_training_days(
 
 
 def run_time_matmul(
-    m: int, k: int, n: int, dtype: str, device: str, num_warmup: int, num_trials: int, promised: float | None = None
-) -> dict[str, float | None]:
-    """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul."""
+    m: int,
+    k: int,
+    n: int,
+    dtype: str,
+    device: str,
+    num_warmup: int,
+    num_trials: int,
+    promised: float | None = None,
+    matmul_delays: list[float] | None = None,
+) -> dict[str, float | int | None]:
+    """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul, and "matmuls":
+    how many matrix multiplies the call ran. With `matmul_delays`, the i-th matmul also sleeps
+    matmul_delays[i] seconds, so the test knows what a correct timer must report."""
     from cs336_basics import flops
 
-    timing = flops.time_matmul(m, k, n, to_dtype(dtype), device, num_warmup, num_trials, promised)
+    with ScriptedMatmuls(matmul_delays) as script:
+        timing = flops.time_matmul(m, k, n, to_dtype(dtype), device, num_warmup, num_trials, promised)
     return {
         "seconds": float(timing.seconds),
         "flop_per_sec": float(timing.flop_per_sec),
         "mfu": None if timing.mfu is None else float(timing.mfu),
+        "matmuls": script.calls,
     }

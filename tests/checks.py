@@ -4,6 +4,7 @@ out, and where in the handout to read."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -61,3 +62,16 @@ def check_tensor(
 def describe(t: torch.Tensor) -> str:
     """Short description of a tensor input for messages."""
     return f"tensor(shape={tuple(t.shape)}, dtype={t.dtype})"
+
+
+def check_raises(error: type[Exception], function: Callable[..., Any], *args: Any, what: str, see: str) -> None:
+    """`function(*args)` must raise `error` (a subclass is fine)."""
+    try:
+        returned = function(*args)
+    except error:
+        return
+    except Exception as other:  # noqa: BLE001 - any other exception is the student's bug to see
+        raise AssertionError(explain(what, inputs=args, expected=f"{error.__name__} raised",
+                                     got=f"{type(other).__name__}: {other}", see=see)) from other
+    raise AssertionError(explain(what, inputs=args, expected=f"{error.__name__} raised",
+                                 got=f"returned {returned!r}", see=see))

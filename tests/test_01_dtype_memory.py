@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from adapters import dtype_memory as A
-from tests.checks import check_equal, explain, same_float
+from tests.checks import check_equal, check_raises, explain, same_float
 
 pytestmark = pytest.mark.problem(1)
 SEE = "handout/01_dtype_memory.md"
@@ -173,8 +173,8 @@ def test_bytes_per_parameter():
 @pytest.mark.points(1)
 def test_bytes_per_parameter_rejects_unknown_names():
     for optimizer, precision in [("adam8bit", "float32"), ("adamw", "float64"), ("SGD", "fp32")]:
-        with pytest.raises(ValueError):
-            A.run_bytes_per_parameter(optimizer, precision)
+        check_raises(ValueError, A.run_bytes_per_parameter, optimizer, precision,
+                     what="an unknown optimizer or precision name", see=f"{SEE} §1.5")
 
 
 @pytest.mark.points(2)

@@ -9,7 +9,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from adapters import einops_ops as A
-from tests.checks import check_equal, check_tensor, describe
+from tests.checks import check_equal, check_raises, check_tensor, describe
 
 pytestmark = pytest.mark.problem(3)
 SEE = "handout/03_einops.md"
@@ -92,5 +92,5 @@ def test_einsum_flops_agree_with_torch_flop_counter():
 @pytest.mark.points(1)
 def test_einsum_flops_rejects_inconsistent_shapes():
     for pattern, shape_a, shape_b in [("i j, j k -> i k", (2, 3), (4, 5)), ("i j, j k -> i k", (2, 3, 1), (3, 5))]:
-        with pytest.raises(ValueError):
-            A.run_einsum_flops(pattern, list(shape_a), list(shape_b))
+        check_raises(ValueError, A.run_einsum_flops, pattern, list(shape_a), list(shape_b),
+                     what="a dimension with two sizes, or a shape of the wrong length", see=f"{SEE} §3.5")
