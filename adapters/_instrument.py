@@ -15,17 +15,19 @@ _MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.ate
 
 
 class ScriptedMatmuls(TorchDispatchMode):
-    """Counts matrix multiplies; the i-th one also sleeps `delays[i]` seconds (none past the list),
-    so a timer sees durations the test chose."""
+    """Counts matrix multiplies and the dtypes they ran in; the i-th one also sleeps `delays[i]`
+    seconds (none past the list), so a timer sees durations the test chose."""
 
     def __init__(self, delays: list[float] | None = None) -> None:
         super().__init__()
         self.delays = list(delays or [])
         self.calls = 0
+        self.dtypes: set[str] = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func in _MATMULS:
             if self.calls < len(self.delays):
                 time.sleep(self.delays[self.calls])
             self.calls += 1
+            self.dtypes.update(str(a.dtype).removeprefix("torch.") for a in args if isinstance(a, torch.Tensor))
         return func(*args, **(kwargs or {}))

@@ -73,8 +73,8 @@ def run_time_matmul(
     promised: float | None = None,
     matmul_delays: list[float] | None = None,
 ) -> dict[str, float | int | None]:
-    """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul, and "matmuls":
-    how many matrix multiplies the call ran. With `matmul_delays`, the i-th matmul also sleeps
+    """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul; "matmuls": how many
+    matrix multiplies the call ran, and "matmul_dtypes": the sorted dtype names they ran in. With `matmul_delays`, the i-th matmul also sleeps
     matmul_delays[i] seconds, so the test knows what a correct timer must report."""
     from cs336_basics import flops
 
@@ -85,4 +85,5 @@ def run_time_matmul(
         "flop_per_sec": float(timing.flop_per_sec),
         "mfu": None if timing.mfu is None else float(timing.mfu),
         "matmuls": script.calls,
+        "matmul_dtypes": sorted(script.dtypes),
     }

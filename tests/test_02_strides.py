@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -125,6 +126,7 @@ def test_slice_layout(seed_everything):
 def test_shares_storage():
     x = torch.arange(12.0).reshape(3, 4)
     t = x.T
+    array = np.arange(6.0)
     pairs = {
         "x, x[1] (a row)": (x, x[1], True),
         "x, x[:, 2] (a column)": (x, x[:, 2], True),
@@ -134,6 +136,8 @@ def test_shares_storage():
         "x, x.contiguous() (already contiguous: the same tensor)": (x, x.contiguous(), True),
         "x, x.reshape(6, 2) (contiguous input: a view)": (x, x.reshape(6, 2), True),
         "x[0], x[2] (two rows)": (x[0], x[2], True),
+        "x, x.detach()": (x, x.detach(), True),
+        "torch.from_numpy(a), torch.from_numpy(a)[2:] (one numpy array)": (torch.from_numpy(array), torch.from_numpy(array)[2:], True),
         "x, x.clone()": (x, x.clone(), False),
         "x, x.T.contiguous() (a copy)": (x, t.contiguous(), False),
         "x, x.T.reshape(12) (non-contiguous input: a copy)": (x, t.reshape(12), False),
@@ -189,6 +193,10 @@ def test_can_view_worked_examples():
         ("x.transpose(1, 0).view(3, 1, 2) (a size-1 dim added)", layout(x.T)[:2], [3, 1, 2], True),
         ("x.view(6)", layout(x)[:2], [6], True),
         ("x.view(4) (wrong numel)", layout(x)[:2], [4], False),
+        ("a (2, 1, 4) tensor whose size-1 dim has stride 99, .view(8)", ([2, 1, 4], [4, 99, 1]), [8], True),
+        ("a (3, 1, 2) tensor whose size-1 dim has stride 1, .view(6)", ([3, 1, 2], [2, 1, 1]), [6], True),
+        ("a (1, 2, 1, 3) tensor with odd size-1 strides, .view(3, 2)", ([1, 2, 1, 3], [7, 3, 5, 1]), [3, 2], True),
+        ("a (2, 1, 3) tensor with a gap after dim 0, .view(6)", ([2, 1, 3], [4, 3, 1]), [6], False),
     ]
     for name, (shape, strides), new_shape, expected in cases:
         assert view_succeeds(torch.empty_strided(shape, strides), new_shape) == expected  # the cases are right
@@ -223,10 +231,13 @@ def test_materialize_matches_as_strided(seed_everything, monkeypatch):
     expected = [torch.as_strided(storage, shape, strides, offset).clone() for storage, shape, strides, offset in cases]
 
     def forbidden(*args, **kwargs):
-        raise AssertionError(f"materialize must not call as_strided (handout {SEE} §2.6)")
+        raise AssertionError(f"materialize must compute storage indices itself, not build a strided view with "
+                             f"as_strided, set_ or numpy's stride_tricks ({SEE} §2.6)")
 
     monkeypatch.setattr(torch, "as_strided", forbidden)
     monkeypatch.setattr(torch.Tensor, "as_strided", forbidden)
+    monkeypatch.setattr(torch.Tensor, "set_", forbidden)
+    monkeypatch.setattr(np.lib.stride_tricks, "as_strided", forbidden)
     for (storage, shape, strides, offset), want in zip(cases, expected):
         before = storage.clone()
         got = A.run_materialize(storage, shape, strides, offset)

@@ -128,9 +128,12 @@ def test_time_matmul_on_cpu_reports_consistent_numbers():
     check_close(got["flop_per_sec"], 2 * m * k * n / got["seconds"], rel=1e-9, what="flop_per_sec = FLOPs / seconds",
                 inputs=inputs, see=f"{SEE} §4.5")
     check_equal(got["mfu"], None, what="mfu without a promised figure on CPU", inputs=inputs, see=f"{SEE} §4.5")
-    with_promise = A.run_time_matmul(m, k, n, "float32", "cpu", 1, 3, 1e12)
+    with_promise = A.run_time_matmul(m, k, n, "bfloat16", "cpu", 1, 3, 1e12)
+    inputs = f"m={m}, k={k}, n={n}, bfloat16, cpu, num_warmup=1, num_trials=3, promised=1e12"
     check_close(with_promise["mfu"], with_promise["flop_per_sec"] / 1e12, rel=1e-9, what="mfu = FLOP/s / promised",
-                inputs=inputs.replace("3, 4", "1, 3") + ", promised=1e12", see=f"{SEE} §4.5")
+                inputs=inputs, see=f"{SEE} §4.5")
+    check_equal(with_promise["matmul_dtypes"], ["bfloat16"], what="dtypes the timed matmuls ran in", inputs=inputs,
+                see=f"{SEE} §4.5")
 
 
 # Seconds each matmul of a time_matmul(num_warmup=2, num_trials=5) call is made to take: two slow
