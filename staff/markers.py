@@ -12,7 +12,7 @@ from pathlib import Path
 
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
-_HANDOUT = re.compile(r"^Handout:\s*(\S+)", re.MULTILINE)
+_HANDOUT = re.compile(r"^Handout:\s*(\S+?\.md)\b", re.MULTILINE)
 
 
 class MarkerError(ValueError):

@@ -136,9 +136,9 @@ def format_table(tests: list[GradedTest]) -> list[str]:
         group = [t for t in tests if t.problem == number]
         if not group:
             continue
-        failed = [t.name for t in group if t.status != PASSED and t.status != SKIPPED]
+        failed = [t for t in group if t.status not in (PASSED, SKIPPED)]
         skipped = sum(t.status == SKIPPED for t in group)
-        note = ", ".join(failed) if failed else "none"
+        note = _failed_names(failed) if failed else "none"
         if skipped:
             note += f" ({skipped} skipped: no GPU)"
         lines.append(f"{f'{number}. {title}':<26}{_points(group):>15}   {note}")
@@ -146,6 +146,17 @@ def format_table(tests: list[GradedTest]) -> list[str]:
             lines.append(f"{'':<44}see {handout}")
     lines.append(f"{'total':<26}{_points(tests):>15}")
     return lines
+
+
+def _failed_names(failed: list[GradedTest], shown: int = 4) -> str:
+    """Failed test names, parametrized cases folded into one name with a count, the list capped."""
+    counts: dict[str, int] = {}
+    for test in failed:
+        base = test.name.split("[", 1)[0]
+        counts[base] = counts.get(base, 0) + 1
+    names = [f"{name} (x{count})" if count > 1 else name for name, count in counts.items()]
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _points(tests: list[GradedTest]) -> str:
