@@ -172,7 +172,8 @@ def test_bytes_per_parameter():
 
 @pytest.mark.points(1)
 def test_bytes_per_parameter_rejects_unknown_names():
-    for optimizer, precision in [("adam8bit", "float32"), ("adamw", "float64"), ("SGD", "fp32")]:
+    for optimizer, precision in [("adam8bit", "float32"), ("adamw", "float64"), ("SGD", "float32"),
+                                 ("adamw", "BF16_MIXED")]:
         check_raises(ValueError, A.run_bytes_per_parameter, optimizer, precision,
                      what="an unknown optimizer or precision name", see=f"{SEE} §1.5")
 
