@@ -6,9 +6,14 @@ code really does even when that code runs in another process.
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import os
 import time
 
+import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 _MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default}
@@ -31,3 +36,61 @@ class ScriptedMatmuls(TorchDispatchMode):
             self.calls += 1
             self.dtypes.update(str(a.dtype).removeprefix("torch.") for a in args if isinstance(a, torch.Tensor))
         return func(*args, **(kwargs or {}))
+
+
+class NoAutograd(TorchFunctionMode):
+    """Makes `Tensor.backward`, `torch.autograd.backward` and `torch.autograd.grad` raise, which also
+    blocks what is built on them (`torch.func.grad`, `torch.autograd.functional.*`)."""
+
+    _BLOCKED = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self._BLOCKED:
+            raise RuntimeError(
+                f"autograd ({func.__name__}) was called; this problem asks for gradients written by hand with matmuls"
+            )
+        return func(*args, **(kwargs or {}))
+
+
+class HostToDeviceCopies(TorchDispatchMode):
+    """Records each copy from CPU to a CUDA device as (source was pinned, non_blocking was set)."""
+
+    _COPIES = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copies: list[tuple[bool, bool]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self._COPIES:
+            if func is torch.ops.aten._to_copy.default:
+                source, target = args[0], kwargs.get("device") or args[0].device
+                non_blocking = bool(kwargs.get("non_blocking", False))
+            else:
+                target, source = args[0].device, args[1]
+                non_blocking = bool(args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
+            if source.device.type == "cpu" and torch.device(target).type == "cuda":
+                self.copies.append((bool(source.is_pinned()), non_blocking))
+        return func(*args, **kwargs)
+
+
+def resident_bytes(path: str | os.PathLike) -> int:
+    """Bytes of `path` now held in the operating system's page cache, that is, read since the file
+    was written (a sparse file made with truncate() starts at 0). Uses mincore(2) on a fresh
+    read-only mapping, which reads nothing itself. Linux and macOS only."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "mincore"):
+        raise OSError("mincore(2) is not available on this platform; the page-cache check needs Linux or macOS")
+    pages = -(-size // mmap.PAGESIZE)
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), size, prot=mmap.PROT_READ) as mapping:
+        view = np.frombuffer(mapping, dtype=np.uint8)
+        status = (ctypes.c_ubyte * pages)()
+        failed = libc.mincore(ctypes.c_void_p(view.ctypes.data), ctypes.c_size_t(size), status)
+        del view  # the mapping cannot close while a buffer still points into it
+    if failed:
+        raise OSError(ctypes.get_errno(), "mincore failed")
+    return sum(byte & 1 for byte in status) * mmap.PAGESIZE

@@ -26,6 +26,12 @@ PROBLEMS: dict[int, tuple[str, str]] = {
     2: ("Strides and views", "handout/02_strides.md"),
     3: ("einops", "handout/03_einops.md"),
     4: ("FLOPs and MFU", "handout/04_flops.md"),
+    5: ("Backward by hand", "handout/05_backward.md"),
+    6: ("Initialization", "handout/06_init.md"),
+    7: ("The model", "handout/07_model.md"),
+    8: ("AdaGrad", "handout/08_adagrad.md"),
+    9: ("Memmap data loader", "handout/09_data.md"),
+    10: ("Checkpoints and seeds", "handout/10_checkpoint.md"),
 }
 NO_GPU_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
 MAX_OUTPUT_CHARS = 4000

@@ -52,3 +52,21 @@ def test_handout_quotes_no_solution_line():
         text = page.read_text()
         leaked = [line for line in solution_lines if line in text]
         assert not leaked, f"{page.name} quotes solution code: {leaked}"
+
+
+def test_summary_table_rows_match_the_problem_headings(tests):
+    summary = (HANDOUT / "README.md").read_text()
+    for number, (title, _) in PROBLEMS.items():
+        cpu = sum(t.points for t in tests if t.problem == number and not t.needs_cuda)
+        gpu = sum(t.points for t in tests if t.problem == number and t.needs_cuda)
+        extra = rf" \(\+ {gpu:g} on GPU\)" if gpu else ""
+        row = rf"^\| {number}\. {re.escape(title)} \| {cpu:g}{extra} \|"
+        assert re.search(row, summary, re.MULTILINE), f"handout/README.md: no row '| {number}. {title} | {cpu:g}...'"
+
+
+def test_each_page_lists_exactly_its_tests(tests):
+    for number, (_, handout) in PROBLEMS.items():
+        listed = set(re.findall(r"^\| `(test_\w+)`", (REPO_ROOT / handout).read_text(), re.MULTILINE))
+        collected = {t.name.split("[", 1)[0] for t in tests if t.problem == number}
+        assert listed == collected, f"{handout}: Tests table lists {sorted(listed - collected)} that do not exist " \
+                                    f"and misses {sorted(collected - listed)}"

@@ -1,0 +1,49 @@
+"""Problem 5 adapters: the hand-written forward and backward pass (handout/05_backward.md).
+
+Student code runs with autograd blocked (`NoAutograd`) and on inputs that do not require gradients;
+the backward also runs under FlopCounterMode, which reports the matmul FLOPs it really performed.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from adapters._instrument import NoAutograd
+
+
+def run_squared_error_grad(x: torch.Tensor, w: torch.Tensor, target: float) -> torch.Tensor:
+    """d/dw of 0.5 * (x @ w - target)^2."""
+    from cs336_basics import backward
+
+    with NoAutograd():
+        return backward.squared_error_grad(x.detach(), w.detach(), target)
+
+
+def run_two_layer_forward(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> dict[str, torch.Tensor]:
+    """{"h1", "h2", "loss"} of x @ w1 @ w2 with loss = mean(h2^2)."""
+    from cs336_basics import backward
+
+    with NoAutograd():
+        result = backward.two_layer_forward(x.detach(), w1.detach(), w2.detach())
+    return {"h1": result.h1, "h2": result.h2, "loss": result.loss}
+
+
+def run_two_layer_backward(
+    x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, h1: torch.Tensor, h2: torch.Tensor, loss: torch.Tensor
+) -> dict[str, torch.Tensor | int]:
+    """{"h2", "h1", "w2", "w1"}: the gradients, given the forward values; "matmul_flops": the FLOPs
+    the backward's matmuls performed, as FlopCounterMode counts them."""
+    from cs336_basics import backward
+
+    forward = backward.TwoLayerForward(h1=h1.detach(), h2=h2.detach(), loss=loss.detach())
+    with NoAutograd(), FlopCounterMode(display=False) as counter:
+        grads = backward.two_layer_backward(x.detach(), w1.detach(), w2.detach(), forward)
+    return {"h2": grads.h2, "h1": grads.h1, "w2": grads.w2, "w1": grads.w1, "matmul_flops": counter.get_total_flops()}
+
+
+def run_two_layer_backward_flops(batch_size: int, hidden: int, outputs: int) -> int:
+    """The matmul FLOPs the student says their backward performs."""
+    from cs336_basics import backward
+
+    return int(backward.two_layer_backward_flops(batch_size, hidden, outputs))

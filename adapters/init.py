@@ -1,0 +1,30 @@
+"""Problem 6 adapters: weight initialization (handout/06_init.md)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def _generator(seed: int | None) -> torch.Generator | None:
+    return None if seed is None else torch.Generator().manual_seed(seed)
+
+
+def run_init_std(d_in: int) -> float:
+    """The std that keeps x @ w of variance about 1."""
+    from cs336_basics import init
+
+    return float(init.init_std(d_in))
+
+
+def run_normal_init(d_in: int, d_out: int, seed: int | None = None) -> torch.Tensor:
+    """A (d_in, d_out) normal weight; drawn from a generator seeded with `seed`, or the global one when None."""
+    from cs336_basics import init
+
+    return init.normal_init(d_in, d_out, generator=_generator(seed))
+
+
+def run_trunc_normal_init(d_in: int, d_out: int, seed: int | None = None) -> torch.Tensor:
+    """A (d_in, d_out) truncated-normal weight; `seed` as in run_normal_init."""
+    from cs336_basics import init
+
+    return init.trunc_normal_init(d_in, d_out, generator=_generator(seed))

@@ -1,0 +1,93 @@
+"""Problem 8 adapters: the AdaGrad optimizer and training-step accounting (handout/08_adagrad.md).
+
+Parameters, gradients and optimizer state go in and come out as tensors and plain dicts; the
+adapter also reports whether torch's own Adagrad ran during the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from unittest import mock
+
+import torch
+import torch.optim.adagrad as torch_adagrad_module
+
+
+def run_adagrad(
+    params: list[torch.Tensor],
+    grads_per_step: list[list[torch.Tensor | None]],
+    groups: list[dict] | None = None,
+    lr: float | None = None,
+    state_dict: dict | None = None,
+) -> dict:
+    """Run AdaGrad for len(grads_per_step) steps, setting each parameter's .grad from the step's list.
+
+    Args:
+        params: starting values (copied; the inputs are not changed).
+        grads_per_step: one list per step, one gradient (or None) per parameter.
+        groups: param groups as [{"params": [indices into params], "lr": ...}, ...] ("lr" optional);
+            None for a single list of every parameter.
+        lr: passed as AdaGrad(..., lr=lr); None leaves the default.
+        state_dict: an optimizer state_dict to load before the first step.
+
+    Returns:
+        {"params": final values, "state_dict": optimizer.state_dict() (state copied),
+         "torch_adagrad_used": whether torch.optim.Adagrad was built or stepped, or its functional
+         form called, during the call}.
+    """
+    from cs336_basics import optimizer
+
+    tensors = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    spec = tensors if groups is None else [
+        {**g, "params": [tensors[i] for i in g["params"]]} for g in groups
+    ]
+    with _torch_adagrad_watch() as calls:
+        opt = optimizer.AdaGrad(spec) if lr is None else optimizer.AdaGrad(spec, lr=lr)
+        if state_dict is not None:
+            opt.load_state_dict(state_dict)
+        for grads in grads_per_step:
+            for p, g in zip(tensors, grads):
+                p.grad = None if g is None else g.detach().clone()
+            opt.step()
+    used = bool(calls) or isinstance(opt, torch.optim.Adagrad)
+    saved = opt.state_dict()
+    state = {k: {n: v.clone() if isinstance(v, torch.Tensor) else v for n, v in s.items()} for k, s in saved["state"].items()}
+    return {"params": [p.detach().clone() for p in tensors], "state_dict": {**saved, "state": state},
+            "torch_adagrad_used": used}
+
+
+@contextmanager
+def _torch_adagrad_watch() -> Iterator[list[str]]:
+    """Lists calls into torch.optim.Adagrad (constructor, step, functional form) made inside the block."""
+    calls: list[str] = []
+
+    def recording(original, name):
+        def record(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+
+        return record
+
+    targets = [(torch.optim.Adagrad, "__init__"), (torch.optim.Adagrad, "step"), (torch_adagrad_module, "adagrad")]
+    with ExitStack() as stack:
+        for obj, name in targets:
+            stack.enter_context(mock.patch.object(obj, name, recording(getattr(obj, name), name)))
+        yield calls
+
+
+def run_training_step_memory(batch_size: int, dim: int, num_layers: int, bytes_per_value: int = 4) -> dict[str, int]:
+    """{"parameters", "activations", "gradients", "optimizer_state", "total"} in bytes."""
+    from cs336_basics import optimizer
+
+    memory = optimizer.training_step_memory(batch_size, dim, num_layers, bytes_per_value)
+    return {"parameters": int(memory.parameters), "activations": int(memory.activations),
+            "gradients": int(memory.gradients), "optimizer_state": int(memory.optimizer_state),
+            "total": int(memory.total)}
+
+
+def run_training_step_flops(batch_size: int, num_parameters: int) -> int:
+    """FLOPs of one training step."""
+    from cs336_basics import optimizer
+
+    return int(optimizer.training_step_flops(batch_size, num_parameters))

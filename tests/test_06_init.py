@@ -1,0 +1,106 @@
+"""Problem 6: initialization. The checks are statistical but deterministic: each test draws from
+generators seeded by the test's id, on samples large enough that every bound below sits at least
+5 standard errors away from what a correct implementation produces, for any seed."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from adapters import init as A
+from tests.checks import check_close, check_equal, explain
+
+pytestmark = pytest.mark.problem(6)
+SEE = "handout/06_init.md"
+
+SIGMAS = 5.0  # every bound is this many standard errors wide
+
+
+def normal_pdf(z: float) -> float:
+    return math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+
+def truncated_std(cut: float) -> float:
+    """Std of a standard normal truncated to [-cut, cut] (closed form): 0.98658... at cut = 3."""
+    mass = math.erf(cut / math.sqrt(2))
+    return math.sqrt(1 - 2 * cut * normal_pdf(cut) / mass)
+
+
+def check_mean_and_std(w: torch.Tensor, std: float, *, what: str, inputs: str, see: str) -> None:
+    """Sample mean within 5 standard errors of 0, and sample std within 5 standard errors of `std`.
+
+    The standard error of a sample std is std * sqrt((kurtosis - 1) / (4n)); a normal's kurtosis is
+    3 and a truncated normal's is lower, so std / sqrt(2n) is safe for both."""
+    n = w.numel()
+    values = w.double()
+    mean, got_std = values.mean().item(), values.std().item()
+    mean_bound = SIGMAS * std / math.sqrt(n)
+    assert abs(mean) <= mean_bound, explain(f"{what}: mean", inputs=inputs, expected=f"within {mean_bound:.2e} of 0",
+                                            got=mean, see=see)
+    std_bound = SIGMAS * std / math.sqrt(2 * n)
+    assert abs(got_std - std) <= std_bound, explain(
+        f"{what}: standard deviation", inputs=inputs, expected=f"{std:.6f} +- {std_bound:.1e}", got=got_std, see=see)
+
+
+@pytest.mark.points(1)
+def test_init_std():
+    for d_in in [1, 4, 1000, 16384]:
+        check_close(A.run_init_std(d_in), 1 / math.sqrt(d_in), rel=1e-9, what="init std", inputs=f"d_in={d_in}",
+                    see=f"{SEE} §6.1")
+
+
+@pytest.mark.points(2)
+def test_normal_init_has_std_one_over_sqrt_d_in(seed_everything):
+    d_in, d_out = 4096, 256  # about a million draws
+    w = A.run_normal_init(d_in, d_out, seed_everything)
+    inputs = f"d_in={d_in}, d_out={d_out}"
+    check_equal((tuple(w.shape), w.dtype), ((d_in, d_out), torch.float32), what="shape and dtype", inputs=inputs,
+                see=f"{SEE} §6.1")
+    check_mean_and_std(w, 1 / math.sqrt(d_in), what="normal_init", inputs=inputs, see=f"{SEE} §6.1")
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("init", ["normal", "trunc_normal"])
+def test_init_draws_from_the_generator(init, seed_everything):
+    run = A.run_normal_init if init == "normal" else A.run_trunc_normal_init
+    first, again, other = run(64, 32, seed_everything), run(64, 32, seed_everything), run(64, 32, seed_everything + 1)
+    inputs = f"{init}_init(64, 32, generator) with generators seeded {seed_everything}, {seed_everything}, " \
+             f"{seed_everything + 1}"
+    assert torch.equal(first, again), explain("the same generator seed must give the same weight", inputs=inputs,
+                                              expected="equal weights", got="different weights", see=f"{SEE} §6.1")
+    assert not torch.equal(first, other), explain("different generator seeds must give different weights",
+                                                  inputs=inputs, expected="different weights", got="equal weights",
+                                                  see=f"{SEE} §6.1")
+
+
+@pytest.mark.points(3)
+def test_trunc_normal_init_is_cut_at_three_standard_deviations(seed_everything):
+    # At d_in = 16384, the lecture's `a=-3, b=3` would cut at 384 standard deviations: nothing.
+    d_in, d_out = 16384, 64
+    std = 1 / math.sqrt(d_in)
+    w = A.run_trunc_normal_init(d_in, d_out, seed_everything)
+    inputs = f"d_in={d_in}, d_out={d_out} (std 1/128)"
+    check_equal((tuple(w.shape), w.dtype), ((d_in, d_out), torch.float32), what="shape and dtype", inputs=inputs,
+                see=f"{SEE} §6.2")
+    largest = w.abs().max().item()
+    # An untruncated normal puts about 2,800 of these million draws past 3 std; a cut at 3.5 std, about 2,300.
+    assert largest <= 3 * std * (1 + 1e-6), explain(
+        "trunc_normal_init: every value within 3 standard deviations", inputs=inputs,
+        expected=f"|w| <= {3 * std:.6f}", got=f"max |w| = {largest:.6f} ({largest / std:.2f} std)", see=f"{SEE} §6.2")
+    # Clipping at 3 std instead of redrawing gives std 0.9975 * (1/128); a cut at 2.5 std gives 0.9546 * (1/128).
+    check_mean_and_std(w, truncated_std(3.0) * std, what="trunc_normal_init (a normal truncated at +-3 std)",
+                       inputs=inputs, see=f"{SEE} §6.2")
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("d_in", [64, 4096])
+def test_trunc_normal_init_keeps_outputs_order_one(d_in, seed_everything):
+    x = torch.randn(512, d_in)
+    y = x @ A.run_trunc_normal_init(d_in, 256, seed_everything)
+    variance = y.var().item()
+    # Expected 0.9866^2 = 0.973; weight std 1 would give d_in, std 1/d_in would give 1/d_in.
+    assert 0.85 <= variance <= 1.1, explain(
+        "variance of x @ w for x ~ N(0, 1)", inputs=f"x (512, {d_in}), w = trunc_normal_init({d_in}, 256)",
+        expected="about 0.97 (between 0.85 and 1.1)", got=variance, see=f"{SEE} §6.1")

@@ -1,0 +1,131 @@
+"""Problem 8: AdaGrad and the accounting of one training step. Expected parameters come from the
+lecture's update rule written out here in float64; memory and FLOPs from closed forms."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from adapters import optimizer as A
+from tests.checks import check_equal, check_tensor, explain
+
+pytestmark = pytest.mark.problem(8)
+SEE = "handout/08_adagrad.md"
+FLOAT64 = dict(atol=1e-12, rtol=1e-10)
+SHAPES = [(3, 4), (5,)]
+
+
+def adagrad_by_hand(params, grads_per_step, lrs):
+    """The lecture's rule, one parameter at a time: g2 += g^2; p -= lr * g / sqrt(g2 + 1e-5)."""
+    params = [p.clone() for p in params]
+    g2 = [None] * len(params)
+    for grads in grads_per_step:
+        for i, g in enumerate(grads):
+            if g is None:
+                continue
+            g2[i] = (torch.zeros_like(params[i]) if g2[i] is None else g2[i]) + g * g
+            params[i] = params[i] - lrs[i] * g / torch.sqrt(g2[i] + 1e-5)
+    return params, g2
+
+
+def random_run(steps: int):
+    params = [torch.randn(shape, dtype=torch.float64) for shape in SHAPES]
+    # Gradients from 1e-4 to 10: the small ones are where 1e-5 inside the square root matters.
+    grads = [[torch.randn(shape, dtype=torch.float64) * 10.0 ** torch.randint(-4, 2, shape) for shape in SHAPES]
+             for _ in range(steps)]
+    return params, grads
+
+
+def check_params(got, expected, *, what, inputs):
+    for i, (g, e) in enumerate(zip(got, expected)):
+        check_tensor(g, e, **FLOAT64, what=f"{what}: parameter {i}", inputs=inputs, see=f"{SEE} §8.1")
+
+
+@pytest.mark.points(3)
+def test_adagrad_follows_the_update_rule():
+    params, grads = random_run(4)
+    got = A.run_adagrad(params, grads, lr=0.1)
+    inputs = f"two float64 parameters {SHAPES}, 4 steps, gradients from 1e-4 to 10, lr=0.1"
+    check_params(got["params"], adagrad_by_hand(params, grads, [0.1, 0.1])[0], what="parameters after 4 steps",
+                 inputs=inputs)
+    assert not got["torch_adagrad_used"], explain("AdaGrad must implement the rule itself", inputs=inputs,
+                                                  expected="torch.optim.Adagrad not used", got="it was used",
+                                                  see=f"{SEE} §8.1")
+
+
+@pytest.mark.points(1)
+def test_adagrad_default_lr_is_0_01():
+    params, grads = random_run(2)
+    got = A.run_adagrad(params, grads)
+    check_params(got["params"], adagrad_by_hand(params, grads, [0.01, 0.01])[0],
+                 what="parameters after 2 steps with the default lr", inputs="AdaGrad(params) with no lr given")
+
+
+@pytest.mark.points(1)
+def test_adagrad_state_is_named_g2():
+    params, grads = random_run(3)
+    state = A.run_adagrad(params, grads, lr=0.1)["state_dict"]["state"]
+    expected = adagrad_by_hand(params, grads, [0.1, 0.1])[1]
+    inputs = f"two float64 parameters {SHAPES}, 3 steps"
+    check_equal(sorted(state), [0, 1], what="optimizer.state_dict()['state'] has an entry per parameter",
+                inputs=inputs, see=f"{SEE} §8.2")
+    for i in (0, 1):
+        check_equal(sorted(state[i]), ["g2"], what=f"state keys of parameter {i}", inputs=inputs, see=f"{SEE} §8.2")
+        check_tensor(state[i]["g2"], expected[i], **FLOAT64, what=f"g2 of parameter {i}: the sum of squared gradients",
+                     inputs=inputs, see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_adagrad_param_groups_keep_their_own_lr():
+    params, grads = random_run(3)
+    got = A.run_adagrad(params, grads, groups=[{"params": [0], "lr": 0.3}, {"params": [1]}], lr=0.05)
+    check_params(got["params"], adagrad_by_hand(params, grads, [0.3, 0.05])[0], what="parameters after 3 steps",
+                 inputs="groups [{params: [p0], lr: 0.3}, {params: [p1]}], AdaGrad(groups, lr=0.05)")
+
+
+@pytest.mark.points(1)
+def test_adagrad_skips_parameters_without_a_gradient():
+    params, grads = random_run(3)
+    grads[0][1] = None  # p1 has no gradient in the first step
+    grads[2][0] = None  # p0 has none in the last
+    got = A.run_adagrad(params, grads, lr=0.1)
+    check_params(got["params"], adagrad_by_hand(params, grads, [0.1, 0.1])[0],
+                 what="parameters after 3 steps (a None gradient leaves its parameter and g2 alone)",
+                 inputs="3 steps; p1.grad is None in step 1, p0.grad is None in step 3")
+
+
+@pytest.mark.points(2)
+def test_adagrad_resumes_exactly_from_its_state_dict():
+    params, grads = random_run(6)
+    straight = A.run_adagrad(params, grads, lr=0.1)
+    first = A.run_adagrad(params, grads[:3], lr=0.1)
+    resumed = A.run_adagrad(first["params"], grads[3:], lr=0.1, state_dict=first["state_dict"])
+    inputs = "6 steps straight, against 3 steps, state_dict(), a new AdaGrad, load_state_dict(), 3 more steps"
+    for i, (a, b) in enumerate(zip(resumed["params"], straight["params"])):
+        assert torch.equal(a, b), explain(f"parameter {i} after resuming: bit-identical to the straight run",
+                                          inputs=inputs, expected=b, got=a, see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_training_step_memory_of_the_lecture_toy():
+    # B=2, D=4, L=2: parameters 4*4*2 + 4 = 36, activations 2*4*2 = 16, gradients 36, g2 36; 4 bytes each.
+    expected = {"parameters": 144, "activations": 64, "gradients": 144, "optimizer_state": 144, "total": 496}
+    check_equal(A.run_training_step_memory(2, 4, 2), expected, what="bytes of one AdaGrad step, float32",
+                inputs="batch_size=2, dim=4, num_layers=2", see=f"{SEE} §8.3")
+
+
+@pytest.mark.points(1)
+def test_training_step_memory_closed_form():
+    for B, D, L, size in [(8, 16, 3, 4), (1, 1024, 12, 2), (64, 10, 1, 8)]:
+        P = D * D * L + D
+        expected = {"parameters": P * size, "activations": B * D * L * size, "gradients": P * size,
+                    "optimizer_state": P * size, "total": (3 * P + B * D * L) * size}
+        check_equal(A.run_training_step_memory(B, D, L, size), expected, what="bytes of one AdaGrad step",
+                    inputs=f"batch_size={B}, dim={D}, num_layers={L}, bytes_per_value={size}", see=f"{SEE} §8.3")
+
+
+@pytest.mark.points(1)
+def test_training_step_flops():
+    for B, P in [(2, 36), (1024, 7 * 10**9), (1, 1)]:
+        check_equal(A.run_training_step_flops(B, P), 6 * B * P, what="FLOPs of one training step (6 * B * P)",
+                    inputs=f"batch_size={B}, num_parameters={P}", see=f"{SEE} §8.3")

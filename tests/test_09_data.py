@@ -1,0 +1,158 @@
+"""Problem 9: token files and batches. Token files are written here with numpy's tofile(); expected
+windows are read back from the array the test wrote; start positions are counted over many seeded
+draws against bounds 5 standard errors wide. How much of a file a call read is measured in the
+operating system's page cache, on a fresh sparse file."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from adapters import data as A
+from tests.checks import check_equal, check_raises, check_tensor, explain
+
+pytestmark = pytest.mark.problem(9)
+SEE = "handout/09_data.md"
+
+
+def write_tokens(path, tokens: np.ndarray) -> str:
+    tokens.tofile(path)
+    return str(path)
+
+
+def starts_of(inputs: torch.Tensor, first_token: int) -> list[int]:
+    """Start positions of windows sampled from np.arange(first_token, ...)."""
+    return (inputs[:, 0] - first_token).tolist()
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("dtype, low, high", [("uint16", 0, 2**16), ("int32", -(2**31), 2**31)])
+def test_open_tokens_maps_the_raw_file(tmp_path, dtype, low, high):
+    tokens = np.random.randint(low, high, size=1000, dtype=np.int64).astype(dtype)
+    got = A.run_open_tokens(write_tokens(tmp_path / "tokens.bin", tokens), dtype)
+    inputs = f"1000 {dtype} tokens written with tofile()"
+    check_equal((got["is_memmap"], got["writeable"], got["dtype"]), (True, False, dtype),
+                what="(is an np.memmap, writeable, dtype)", inputs=inputs, see=f"{SEE} §9.1")
+    assert np.array_equal(got["tokens"], tokens), explain("the tokens read back", inputs=inputs,
+                                                         expected=tokens[:8], got=got["tokens"][:8], see=f"{SEE} §9.1")
+
+
+@pytest.mark.points(1)
+def test_open_tokens_rejects_a_wrong_size_or_a_float_dtype(tmp_path):
+    odd = tmp_path / "odd.bin"
+    odd.write_bytes(bytes(7))
+    check_raises(ValueError, A.run_open_tokens, str(odd), "int32", see=f"{SEE} §9.1",
+                 what="a 7-byte file cannot hold 4-byte tokens")
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    check_raises(ValueError, A.run_open_tokens, str(empty), "uint16", see=f"{SEE} §9.1", what="an empty token file")
+    floats = write_tokens(tmp_path / "floats.bin", np.zeros(8, dtype=np.float32))
+    check_raises(ValueError, A.run_open_tokens, floats, "float32", see=f"{SEE} §9.1",
+                 what="a float dtype is not a token dtype")
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("dtype", ["uint16", "int32"])
+def test_get_batch_returns_shifted_windows(dtype, seed_everything):
+    first, batch_size, context_length = 100, 8, 5
+    tokens = np.arange(first, first + 200).astype(dtype)
+    got = A.run_get_batch(tokens, batch_size, context_length, "cpu", seed_everything)
+    inputs = f"data = np.arange(100, 300) as {dtype}, batch_size=8, context_length=5"
+    for name in ("inputs", "targets"):
+        tensor = got[name]
+        check_equal((type(tensor).__name__, tuple(getattr(tensor, "shape", ())), getattr(tensor, "dtype", None)),
+                    ("Tensor", (batch_size, context_length), torch.int64), what=f"{name}: (type, shape, dtype)",
+                    inputs=inputs, see=f"{SEE} §9.2")
+    starts = torch.tensor(starts_of(got["inputs"], first))
+    expected_inputs = torch.from_numpy(tokens.astype(np.int64))[starts[:, None] + torch.arange(context_length)]
+    check_tensor(got["inputs"], expected_inputs, what="inputs: rows of consecutive tokens", inputs=inputs,
+                 see=f"{SEE} §9.2")
+    check_tensor(got["targets"], expected_inputs + 1, what="targets: the inputs shifted by one token", inputs=inputs,
+                 see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(2)
+def test_get_batch_starts_are_uniform_over_every_valid_start(seed_everything):
+    context_length, valid_starts, draws = 6, 10, 20_000
+    first = 1000
+    tokens = np.arange(first, first + context_length + valid_starts, dtype=np.int32)
+    counts = np.zeros(len(tokens), dtype=np.int64)
+    for call in range(4):
+        got = A.run_get_batch(tokens, draws // 4, context_length, "cpu", seed_everything + call)
+        np.add.at(counts, starts_of(got["inputs"], first), 1)
+    inputs = f"{len(tokens)} tokens, context_length={context_length}: starts 0..{valid_starts - 1} are valid; " \
+             f"{draws} windows"
+    expected, p = draws / valid_starts, 1 / valid_starts
+    slack = 5 * math.sqrt(draws * p * (1 - p))
+    check_equal(counts[valid_starts:].tolist(), [0] * context_length, what="windows starting past the last valid start",
+                inputs=inputs, see=f"{SEE} §9.2")
+    ok = all(abs(c - expected) <= slack for c in counts[:valid_starts])
+    assert ok, explain("every valid start, the first and last included, drawn about equally often", inputs=inputs,
+                       expected=f"each of starts 0..{valid_starts - 1}: {expected:.0f} +- {slack:.0f}",
+                       got=counts[:valid_starts].tolist(), see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(1)
+def test_get_batch_draws_from_the_generator(seed_everything):
+    tokens = np.arange(10_000, dtype=np.uint16)
+    first = A.run_get_batch(tokens, 16, 4, "cpu", seed_everything)["inputs"]
+    again = A.run_get_batch(tokens, 16, 4, "cpu", seed_everything)["inputs"]
+    other = A.run_get_batch(tokens, 16, 4, "cpu", seed_everything + 1)["inputs"]
+    inputs = "get_batch(np.arange(10000), 16, 4) with generators seeded s, s and s + 1"
+    assert torch.equal(first, again) and not torch.equal(first, other), explain(
+        "the same generator state gives the same batch; another gives another", inputs=inputs,
+        expected="equal, then different", got=f"{torch.equal(first, again)}, {not torch.equal(first, other)}",
+        see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(1)
+def test_get_batch_with_exactly_one_window():
+    tokens = np.arange(7, dtype=np.int32)
+    got = A.run_get_batch(tokens, 3, 6)
+    inputs = "data = [0..6] (7 tokens), batch_size=3, context_length=6: only start 0 is valid"
+    check_tensor(got["inputs"], torch.arange(6).repeat(3, 1), what="inputs", inputs=inputs, see=f"{SEE} §9.2")
+    check_tensor(got["targets"], torch.arange(1, 7).repeat(3, 1), what="targets", inputs=inputs, see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(1)
+def test_get_batch_rejects_bad_input():
+    tokens = np.arange(10, dtype=np.uint16)
+    for args, what in [((tokens, 2, 10), "10 tokens cannot fill a window of context_length + 1 = 11"),
+                       ((tokens, 0, 4), "batch_size 0"), ((tokens, 2, 0), "context_length 0"),
+                       ((tokens, -1, 4), "a negative batch_size"),
+                       ((tokens.astype(np.float32), 2, 4), "float data is not tokens")]:
+        check_raises(ValueError, A.run_get_batch, *args, what=what, see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(2)
+def test_get_batch_reads_only_the_sampled_windows(tmp_path, seed_everything):
+    path = tmp_path / "large.bin"
+    with open(path, "wb") as f:
+        f.truncate(512 * 2**20)  # a sparse 512 MiB file of int32 zeros: no disk used, nothing cached yet
+    got = A.run_get_batch_from_file(str(path), "int32", 2, 256, seed_everything)
+    inputs = "a 512 MiB int32 token file, batch_size=2, context_length=256"
+    check_equal(tuple(got["inputs"].shape), (2, 256), what="inputs shape", inputs=inputs, see=f"{SEE} §9.3")
+    # Two windows are 2 KiB; the operating system reads ahead around each (here up to 8 MiB), so
+    # allow a quarter of the file. Reading the whole file reads all of it.
+    limit = got["file_bytes"] // 4
+    assert got["bytes_read"] <= limit, explain(
+        "bytes of the file read (page cache) by open_tokens + get_batch", inputs=inputs,
+        expected=f"at most {limit} (a quarter of the file)", got=got["bytes_read"], see=f"{SEE} §9.3")
+
+
+@pytest.mark.cuda
+@pytest.mark.points(1)
+def test_get_batch_on_cuda_copies_from_pinned_memory_without_blocking(seed_everything):
+    tokens = np.arange(1000, dtype=np.int32)
+    got = A.run_get_batch(tokens, 4, 8, "cuda", seed_everything)
+    inputs = "get_batch(np.arange(1000), 4, 8, device='cuda')"
+    check_equal((got["inputs"].device.type, got["targets"].device.type), ("cuda", "cuda"), what="devices",
+                inputs=inputs, see=f"{SEE} §9.4")
+    check_tensor(got["targets"].cpu(), got["inputs"].cpu() + 1, what="targets", inputs=inputs, see=f"{SEE} §9.4")
+    ok = got["copies"] and all(pinned and non_blocking for pinned, non_blocking in got["copies"])
+    assert ok, explain("every copy to the GPU: from pinned memory, with non_blocking=True", inputs=inputs,
+                       expected="[(pinned, non_blocking), ...] all (True, True)", got=got["copies"],
+                       see=f"{SEE} §9.4")

@@ -1,0 +1,170 @@
+"""Problem 10: checkpoints and seeds. Training runs here with torch's own model and AdamW
+(`adapters.checkpoint.build_training`), on batches that depend only on the step number, so a
+straight run and a resumed run see the same data; "the same" means bit-identical."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from adapters import checkpoint as A
+from tests.checks import check_equal, explain
+
+pytestmark = pytest.mark.problem(10)
+SEE = "handout/10_checkpoint.md"
+DIMS = [6, 16, 3]
+
+
+def batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1000 + step)
+    return torch.randn(8, DIMS[0], generator=generator), torch.randn(8, DIMS[-1], generator=generator)
+
+
+def train(model, optimizer, steps: range) -> None:
+    for step in steps:
+        x, y = batch(step)
+        optimizer.zero_grad(set_to_none=True)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+
+
+def restored(states: dict | None):
+    """A model and AdamW in these states; freshly initialized when None."""
+    model, optimizer = A.build_training(DIMS)
+    if states is not None:
+        model.load_state_dict(states["model"])
+        optimizer.load_state_dict(states["optimizer"])
+    return model, optimizer
+
+
+def trained(steps: int, start: dict | None = None):
+    model, optimizer = restored(start)
+    train(model, optimizer, range(steps))
+    return model, optimizer
+
+
+def differences(a, b, prefix: str = "") -> list[str]:
+    """Paths at which two nested state dicts differ (values compared bit for bit)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
+        return [] if same else [prefix]
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{prefix} keys {sorted(a, key=str)} vs {sorted(b, key=str)}"]
+        return [d for key in a for d in differences(a[key], b[key], f"{prefix}/{key}")]
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{prefix}/{i}")]
+    return [] if a == b else [prefix]
+
+
+def check_same_states(got: dict, model, optimizer, *, what: str, inputs: str, section: str) -> None:
+    for name, expected in (("model", model.state_dict()), ("optimizer", optimizer.state_dict())):
+        diff = differences(got[name], expected)
+        assert not diff, explain(f"{what}: the {name}'s state_dict", inputs=inputs, expected="identical",
+                                 got=f"differs at {diff[:5]}", see=f"{SEE} {section}")
+
+
+@pytest.mark.points(2)
+def test_save_then_load_a_path(tmp_path):
+    model, optimizer = trained(3)
+    path = tmp_path / "checkpoint.pt"
+    A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path))
+    inputs = "a model and AdamW after 3 steps, saved at iteration 3 to a path"
+    loaded = torch.load(path, weights_only=True)
+    assert isinstance(loaded, dict), explain("torch.load(path, weights_only=True) of the checkpoint", inputs=inputs,
+                                             expected="a dict", got=type(loaded).__name__, see=f"{SEE} §10.1")
+    got = A.run_load_checkpoint(str(path), DIMS)
+    assert got["raised"] is None, explain("load_checkpoint of a checkpoint just saved", inputs=inputs,
+                                          expected="no error", got=repr(got["raised"]), see=f"{SEE} §10.1")
+    check_equal(got["iteration"], 3, what="the iteration load_checkpoint returns", inputs=inputs, see=f"{SEE} §10.1")
+    check_same_states(got, model, optimizer, what="after loading into a fresh model and optimizer", inputs=inputs,
+                      section="§10.1")
+
+
+@pytest.mark.points(1)
+def test_save_then_load_a_binary_file_object():
+    model, optimizer = trained(2)
+    data = A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 2)
+    got = A.run_load_checkpoint(data, DIMS)
+    inputs = "saved to and loaded from io.BytesIO at iteration 2"
+    assert got["raised"] is None, explain("load_checkpoint from a file object", inputs=inputs, expected="no error",
+                                          got=repr(got["raised"]), see=f"{SEE} §10.1")
+    check_equal(got["iteration"], 2, what="the iteration", inputs=inputs, see=f"{SEE} §10.1")
+    check_same_states(got, model, optimizer, what="after loading", inputs=inputs, section="§10.1")
+
+
+@pytest.mark.points(3)
+def test_resumed_training_is_bit_identical(tmp_path):
+    fresh_model, fresh_optimizer = A.build_training(DIMS)
+    start = {"model": fresh_model.state_dict(), "optimizer": fresh_optimizer.state_dict()}
+    straight_model, straight_optimizer = trained(6, start)
+    model, optimizer = trained(3, start)
+    path = tmp_path / "checkpoint.pt"
+    A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path))
+    got = A.run_load_checkpoint(str(path), DIMS)
+    assert got["raised"] is None, explain("load_checkpoint", inputs=str(path), expected="no error",
+                                          got=repr(got["raised"]), see=f"{SEE} §10.2")
+    model, optimizer = restored(got)
+    train(model, optimizer, range(got["iteration"], 6))
+    inputs = "6 steps straight, against 3 steps, save, load into a fresh model and AdamW, steps 3 to 5"
+    check_same_states({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, straight_model,
+                      straight_optimizer, what="after resuming", inputs=inputs, section="§10.2")
+
+
+@pytest.mark.points(2)
+def test_a_save_that_fails_part_way_leaves_the_previous_checkpoint(tmp_path):
+    model, optimizer = trained(1)
+    path = tmp_path / "checkpoint.pt"
+    A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 1, str(path))
+    before = path.read_bytes()
+    train(model, optimizer, range(1, 2))
+    raised = None
+    try:
+        A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 2, str(path), fail_midway=True)
+    except Exception as error:  # noqa: BLE001 - any exception: the save was made to fail
+        raised = error
+    inputs = "save at iteration 1, then a save at iteration 2 whose optimizer state cannot be pickled"
+    assert raised is not None, explain("the failing save", inputs=inputs, expected="an exception", got="returned",
+                                       see=f"{SEE} §10.3")
+    assert path.read_bytes() == before, explain("the checkpoint file after a failed save", inputs=inputs,
+                                                expected="the iteration-1 checkpoint, unchanged",
+                                                got="different bytes (write to a temporary file, then rename it)",
+                                                see=f"{SEE} §10.3")
+    check_equal(sorted(p.name for p in tmp_path.iterdir()), ["checkpoint.pt"], inputs=inputs, see=f"{SEE} §10.3",
+                what="files in the folder after the failed save (no temporary file left behind)")
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("kind", ["truncated", "not a torch file", "a torch file without the keys"])
+def test_loading_a_bad_file_raises_value_error_and_changes_nothing(tmp_path, kind):
+    model, optimizer = trained(2)
+    good = A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 2)
+    path = tmp_path / "bad.pt"
+    if kind == "truncated":
+        path.write_bytes(good[: len(good) // 2])
+    elif kind == "not a torch file":
+        path.write_bytes(b"step,loss\n1,0.5\n")
+    else:
+        torch.save({"weights": model.state_dict()}, path)
+    start_model, start_optimizer = trained(1)
+    got = A.run_load_checkpoint(str(path), DIMS, start_model.state_dict(), start_optimizer.state_dict())
+    inputs = f"load_checkpoint of {kind} into a model and AdamW after 1 step"
+    assert isinstance(got["raised"], ValueError), explain(
+        "loading a bad checkpoint", inputs=inputs, expected="ValueError naming the file",
+        got=repr(got["raised"]) if got["raised"] else f"returned {got['iteration']!r}", see=f"{SEE} §10.3")
+    assert str(path) in str(got["raised"]), explain("the error message", inputs=inputs, expected=f"mentions {path}",
+                                                    got=str(got["raised"]), see=f"{SEE} §10.3")
+    check_same_states(got, start_model, start_optimizer, what="after the failed load", inputs=inputs,
+                      section="§10.3")
+
+
+@pytest.mark.points(2)
+def test_set_seed_seeds_torch_numpy_and_random():
+    first, again, other = A.run_set_seed_then_draw(7, 4), A.run_set_seed_then_draw(7, 4), A.run_set_seed_then_draw(8, 4)
+    for library in ("torch", "numpy", "random"):
+        inputs = f"set_seed(7), 4 draws from {library}; set_seed(7) again, 4 draws; set_seed(8), 4 draws"
+        check_equal(again[library], first[library], what=f"{library}: the same seed gives the same draws",
+                    inputs=inputs, see=f"{SEE} §10.4")
+        assert other[library] != first[library], explain(f"{library}: another seed gives other draws", inputs=inputs,
+                                                          expected="different draws", got=other[library],
+                                                          see=f"{SEE} §10.4")
