@@ -8,6 +8,11 @@ Checkpoints go in and out as paths or bytes.
 from __future__ import annotations
 
 import io
+import os
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest import mock
 
 import numpy as np
 import torch
@@ -40,21 +45,37 @@ class _Unpicklable:
 def run_save_checkpoint(
     dims: list[int], model_state: dict, optimizer_state: dict, iteration: int, out: str | None = None,
     fail_midway: bool = False,
-) -> bytes | None:
+) -> dict:
     """save_checkpoint of a model and optimizer in these states, to the path `out`, or, when `out`
-    is None, to an in-memory binary file whose bytes are returned. With `fail_midway`, the
-    optimizer's state holds an object that makes pickling fail once writing has begun."""
+    is None, to an in-memory binary file. With `fail_midway`, the optimizer's state holds an
+    object that makes pickling fail once writing has begun (the exception propagates).
+
+    Returns {"bytes": what was written to the in-memory file (None for a path),
+    "renames": [(source, destination), ...] for every os.replace / os.rename the call made}."""
     from cs336_basics import checkpoint
 
     model, optimizer = _restored(dims, model_state, optimizer_state)
     if fail_midway:
         optimizer.state[next(iter(model.parameters()))]["planted"] = _Unpicklable()
-    if out is not None:
-        checkpoint.save_checkpoint(model, optimizer, iteration, out)
-        return None
-    buffer = io.BytesIO()
-    checkpoint.save_checkpoint(model, optimizer, iteration, buffer)
-    return buffer.getvalue()
+    buffer = io.BytesIO() if out is None else None
+    with _recorded_renames() as renames:
+        checkpoint.save_checkpoint(model, optimizer, iteration, out if buffer is None else buffer)
+    return {"bytes": None if buffer is None else buffer.getvalue(), "renames": renames}
+
+
+@contextmanager
+def _recorded_renames() -> Iterator[list[tuple[str, str]]]:
+    renames: list[tuple[str, str]] = []
+
+    def recording(original):
+        def rename(src, dst, *args, **kwargs):
+            renames.append((os.fspath(src), os.fspath(dst)))
+            return original(src, dst, *args, **kwargs)
+
+        return rename
+
+    with mock.patch("os.replace", recording(os.replace)), mock.patch("os.rename", recording(os.rename)):
+        yield renames
 
 
 def run_load_checkpoint(
@@ -79,8 +100,6 @@ def run_load_checkpoint(
 
 def run_set_seed_then_draw(seed: int, count: int) -> dict[str, list[float]]:
     """set_seed(seed), then `count` draws from each of torch, numpy and random."""
-    import random
-
     from cs336_basics import checkpoint
 
     checkpoint.set_seed(seed)

@@ -9,7 +9,8 @@ import torch
 
 
 def _parameters(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {name: p.detach().clone() for name, p in module.named_parameters()}
+    """Copies of the parameters by name, each keeping its requires_grad flag."""
+    return {name: p.detach().clone().requires_grad_(p.requires_grad) for name, p in module.named_parameters()}
 
 
 def run_linear_init(d_in: int, d_out: int) -> dict[str, torch.Tensor]:
@@ -47,9 +48,13 @@ def run_cruncher(dim: int, num_layers: int, state_dict: dict[str, torch.Tensor],
         return cruncher(x)
 
 
-def run_num_parameters(layer_sizes: list[tuple[int, int]], bias: bool) -> int:
-    """The student's parameter count of a torch nn.Sequential of nn.Linear(d_in, d_out, bias=bias) layers."""
+def run_num_parameters(layer_sizes: list[tuple[int, int]], bias: bool, batch_norm: bool = False) -> int:
+    """The student's parameter count of a torch nn.Sequential of nn.Linear(d_in, d_out, bias=bias)
+    layers, followed, with `batch_norm`, by an nn.BatchNorm1d (a weight and a bias per
+    feature, and running statistics that are buffers, not parameters)."""
     from cs336_basics import model
 
-    net = torch.nn.Sequential(*(torch.nn.Linear(d_in, d_out, bias=bias) for d_in, d_out in layer_sizes))
-    return int(model.num_parameters(net))
+    layers = [torch.nn.Linear(d_in, d_out, bias=bias) for d_in, d_out in layer_sizes]
+    if batch_norm:
+        layers.append(torch.nn.BatchNorm1d(layer_sizes[-1][1]))
+    return int(model.num_parameters(torch.nn.Sequential(*layers)))

@@ -76,6 +76,23 @@ def _torch_adagrad_watch() -> Iterator[list[str]]:
         yield calls
 
 
+def run_adagrad_step_with_closure(param: torch.Tensor, grad: torch.Tensor, loss: float) -> dict:
+    """One AdaGrad step given a closure that returns `loss`: {"returned": what step() returned,
+    "closure_calls": how often the closure ran, "param": the parameter afterwards}."""
+    from cs336_basics import optimizer
+
+    tensor = torch.nn.Parameter(param.detach().clone())
+    tensor.grad = grad.detach().clone()
+    calls = []
+
+    def closure() -> float:
+        calls.append(1)
+        return loss
+
+    returned = optimizer.AdaGrad([tensor], lr=0.1).step(closure)
+    return {"returned": returned, "closure_calls": len(calls), "param": tensor.detach().clone()}
+
+
 def run_training_step_memory(batch_size: int, dim: int, num_layers: int, bytes_per_value: int = 4) -> dict[str, int]:
     """{"parameters", "activations", "gradients", "optimizer_state", "total"} in bytes."""
     from cs336_basics import optimizer

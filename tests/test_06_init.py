@@ -44,6 +44,27 @@ def check_mean_and_std(w: torch.Tensor, std: float, *, what: str, inputs: str, s
         f"{what}: standard deviation", inputs=inputs, expected=f"{std:.6f} +- {std_bound:.1e}", got=got_std, see=see)
 
 
+def share_within(a: float, cut: float = math.inf) -> float:
+    """P(|z| < a) for a standard normal z, or for one truncated to [-cut, cut]."""
+    inside = math.erf(min(a, cut) / math.sqrt(2))
+    return inside / (1.0 if math.isinf(cut) else math.erf(cut / math.sqrt(2)))
+
+
+def check_shape(w: torch.Tensor, std: float, cut: float, *, what: str, inputs: str, see: str) -> None:
+    """The share of values near 0 and beyond 1 and 2 standard deviations, each within 5 standard
+    errors of the normal's (truncated at `cut`). A right std with the wrong shape fails here: a
+    uniform distribution, or outliers set to 0."""
+    z = (w.double() / std).abs()
+    n = z.numel()
+    for a in (0.1, 1.0, 2.0):
+        p = share_within(a, cut)
+        got = (z < a).double().mean().item()
+        bound = SIGMAS * math.sqrt(p * (1 - p) / n)
+        assert abs(got - p) <= bound, explain(
+            f"{what}: the share of values within {a} std of 0", inputs=inputs, expected=f"{p:.5f} +- {bound:.5f}",
+            got=got, see=see)
+
+
 @pytest.mark.points(1)
 def test_init_std():
     for d_in in [1, 4, 1000, 16384]:
@@ -59,6 +80,7 @@ def test_normal_init_has_std_one_over_sqrt_d_in(seed_everything):
     check_equal((tuple(w.shape), w.dtype), ((d_in, d_out), torch.float32), what="shape and dtype", inputs=inputs,
                 see=f"{SEE} §6.1")
     check_mean_and_std(w, 1 / math.sqrt(d_in), what="normal_init", inputs=inputs, see=f"{SEE} §6.1")
+    check_shape(w, 1 / math.sqrt(d_in), math.inf, what="normal_init", inputs=inputs, see=f"{SEE} §6.1")
 
 
 @pytest.mark.points(1)
@@ -92,6 +114,8 @@ def test_trunc_normal_init_is_cut_at_three_standard_deviations(seed_everything):
     # Clipping at 3 std instead of redrawing gives std 0.9975 * (1/128); a cut at 2.5 std gives 0.9546 * (1/128).
     check_mean_and_std(w, truncated_std(3.0) * std, what="trunc_normal_init (a normal truncated at +-3 std)",
                        inputs=inputs, see=f"{SEE} §6.2")
+    check_shape(w, std, 3.0, what="trunc_normal_init (a normal truncated at +-3 std)", inputs=inputs,
+                see=f"{SEE} §6.2")
 
 
 @pytest.mark.points(1)

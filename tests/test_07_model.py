@@ -25,8 +25,8 @@ def test_linear_weight_is_stored_in_out_and_initialized():
     d_in, d_out = 300, 7
     params = A.run_linear_init(d_in, d_out)
     inputs = f"Linear({d_in}, {d_out})"
-    check_equal({name: (tuple(p.shape), p.dtype) for name, p in params.items()},
-                {"weight": ((d_in, d_out), torch.float32)}, what="parameters by name: (shape, dtype)",
+    check_equal({name: (tuple(p.shape), p.dtype, p.requires_grad) for name, p in params.items()},
+                {"weight": ((d_in, d_out), torch.float32, True)}, what="parameters by name: (shape, dtype, requires_grad)",
                 inputs=inputs, see=f"{SEE} §7.1")
     std, w = 1 / math.sqrt(d_in), params["weight"].double()
     # 2,100 draws: the sample std of a +-3 std truncated normal lands within 8% of 0.9866 * std at 5 standard errors.
@@ -87,7 +87,10 @@ def test_cruncher_output_variance_is_order_one_at_init():
 
 @pytest.mark.points(1)
 def test_num_parameters_counts_every_parameter():
-    for sizes, bias, expected in [([(3, 4), (4, 5)], True, 3 * 4 + 4 + 4 * 5 + 5), ([(3, 4), (4, 5)], False, 32),
-                                  ([(10, 1)], True, 11)]:
-        check_equal(A.run_num_parameters(sizes, bias), expected, what="num_parameters of nn.Linear layers",
-                    inputs=f"nn.Sequential of nn.Linear{sizes}, bias={bias}", see=f"{SEE} §7.3")
+    cases = [([(3, 4), (4, 5)], True, False, 3 * 4 + 4 + 4 * 5 + 5), ([(3, 4), (4, 5)], False, False, 32),
+             ([(10, 1)], True, False, 11),
+             ([(6, 8)], False, True, 6 * 8 + 2 * 8)]  # BatchNorm1d(8): weight and bias; its running stats are buffers
+    for sizes, bias, batch_norm, expected in cases:
+        check_equal(A.run_num_parameters(sizes, bias, batch_norm), expected, what="num_parameters",
+                    inputs=f"nn.Sequential of nn.Linear{sizes}, bias={bias}" + (", then nn.BatchNorm1d" if batch_norm
+                                                                                else ""), see=f"{SEE} §7.3")

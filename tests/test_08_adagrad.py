@@ -92,6 +92,23 @@ def test_adagrad_skips_parameters_without_a_gradient():
     check_params(got["params"], adagrad_by_hand(params, grads, [0.1, 0.1])[0],
                  what="parameters after 3 steps (a None gradient leaves its parameter and g2 alone)",
                  inputs="3 steps; p1.grad is None in step 1, p0.grad is None in step 3")
+    never = A.run_adagrad(params, [[g[0], None] for g in grads], lr=0.1)
+    inputs = "3 steps in which p1.grad is always None"
+    check_equal(sorted(never["state_dict"]["state"]), [0], what="parameters with optimizer state (p1 never had a "
+                "gradient, so it gets no g2)", inputs=inputs, see=f"{SEE} §8.2")
+    check_tensor(never["params"][1], params[1], what="p1, which never had a gradient", inputs=inputs,
+                 see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_adagrad_step_returns_the_closure_loss():
+    param, grad = torch.randn(4, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
+    got = A.run_adagrad_step_with_closure(param, grad, 2.5)
+    inputs = "AdaGrad([p], lr=0.1).step(closure) with a closure returning 2.5"
+    check_equal((got["returned"], got["closure_calls"]), (2.5, 1), what="(step's return value, closure calls)",
+                inputs=inputs, see=f"{SEE} §8.2")
+    check_tensor(got["param"], adagrad_by_hand([param], [[grad]], [0.1])[0][0], **FLOAT64, what="p after the step",
+                 inputs=inputs, see=f"{SEE} §8.2")
 
 
 @pytest.mark.points(2)

@@ -123,7 +123,8 @@ def test_get_batch_rejects_bad_input():
     for args, what in [((tokens, 2, 10), "10 tokens cannot fill a window of context_length + 1 = 11"),
                        ((tokens, 0, 4), "batch_size 0"), ((tokens, 2, 0), "context_length 0"),
                        ((tokens, -1, 4), "a negative batch_size"),
-                       ((tokens.astype(np.float32), 2, 4), "float data is not tokens")]:
+                       ((tokens.astype(np.float32), 2, 4), "float data is not tokens"),
+                       ((np.arange(40).reshape(4, 10), 2, 4), "2-D data is not a token stream")]:
         check_raises(ValueError, A.run_get_batch, *args, what=what, see=f"{SEE} §9.2")
 
 

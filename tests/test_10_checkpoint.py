@@ -4,6 +4,10 @@ straight run and a resumed run see the same data; "the same" means bit-identical
 
 from __future__ import annotations
 
+import fractions
+import io
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -68,8 +72,11 @@ def check_same_states(got: dict, model, optimizer, *, what: str, inputs: str, se
 def test_save_then_load_a_path(tmp_path):
     model, optimizer = trained(3)
     path = tmp_path / "checkpoint.pt"
-    A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path))
+    renames = A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path))["renames"]
     inputs = "a model and AdamW after 3 steps, saved at iteration 3 to a path"
+    elsewhere = [src for src, _ in renames if Path(src).resolve().parent != tmp_path.resolve()]
+    assert not elsewhere, explain("the temporary file renamed onto the checkpoint must be in the same folder",
+                                  inputs=inputs, expected=f"a file in {tmp_path}", got=elsewhere, see=f"{SEE} §10.3")
     loaded = torch.load(path, weights_only=True)
     assert isinstance(loaded, dict), explain("torch.load(path, weights_only=True) of the checkpoint", inputs=inputs,
                                              expected="a dict", got=type(loaded).__name__, see=f"{SEE} §10.1")
@@ -84,7 +91,7 @@ def test_save_then_load_a_path(tmp_path):
 @pytest.mark.points(1)
 def test_save_then_load_a_binary_file_object():
     model, optimizer = trained(2)
-    data = A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 2)
+    data = A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 2)["bytes"]
     got = A.run_load_checkpoint(data, DIMS)
     inputs = "saved to and loaded from io.BytesIO at iteration 2"
     assert got["raised"] is None, explain("load_checkpoint from a file object", inputs=inputs, expected="no error",
@@ -134,18 +141,42 @@ def test_a_save_that_fails_part_way_leaves_the_previous_checkpoint(tmp_path):
                 what="files in the folder after the failed save (no temporary file left behind)")
 
 
-@pytest.mark.points(2)
-@pytest.mark.parametrize("kind", ["truncated", "not a torch file", "a torch file without the keys"])
-def test_loading_a_bad_file_raises_value_error_and_changes_nothing(tmp_path, kind):
+BAD_FILES = ["truncated", "not a torch file", "a torch file without the keys", "no optimizer entry",
+             "another optimizer's state", "another model's checkpoint", "a model state missing a tensor",
+             "an object weights_only refuses"]
+
+
+def write_bad_file(path: Path, kind: str) -> None:
+    """A file that load_checkpoint must refuse; most of them hold this model's weights after 2 steps."""
     model, optimizer = trained(2)
-    good = A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 2)
-    path = tmp_path / "bad.pt"
+    good = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": 2}
     if kind == "truncated":
-        path.write_bytes(good[: len(good) // 2])
+        buffer = io.BytesIO()
+        torch.save(good, buffer)
+        path.write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 2])
     elif kind == "not a torch file":
         path.write_bytes(b"step,loss\n1,0.5\n")
-    else:
+    elif kind == "a torch file without the keys":
         torch.save({"weights": model.state_dict()}, path)
+    elif kind == "no optimizer entry":
+        torch.save({"model": good["model"], "iteration": 2}, path)
+    elif kind == "another optimizer's state":
+        torch.save({**good, "optimizer": {"state": {}, "param_groups": []}}, path)
+    elif kind == "another model's checkpoint":
+        other_model, other_optimizer = A.build_training([DIMS[0], 16, 16, DIMS[-1]])
+        torch.save({"model": other_model.state_dict(), "optimizer": other_optimizer.state_dict(), "iteration": 2},
+                   path)
+    elif kind == "a model state missing a tensor":
+        torch.save({**good, "model": {k: v for k, v in good["model"].items() if k != "0.bias"}}, path)
+    else:  # a Fraction is not on weights_only's list of safe types
+        torch.save({**good, "iteration": fractions.Fraction(2, 1)}, path)
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("kind", BAD_FILES)
+def test_loading_a_bad_file_raises_value_error_and_changes_nothing(tmp_path, kind):
+    path = tmp_path / "bad.pt"
+    write_bad_file(path, kind)
     start_model, start_optimizer = trained(1)
     got = A.run_load_checkpoint(str(path), DIMS, start_model.state_dict(), start_optimizer.state_dict())
     inputs = f"load_checkpoint of {kind} into a model and AdamW after 1 step"
