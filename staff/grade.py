@@ -80,7 +80,7 @@ def import_error(workspace: Path) -> str | None:
     return "\n".join(trace[-12:]).replace(str(workspace) + os.sep, "")
 
 
-def _read_report(path: Path) -> tuple[dict[str, GradedTest], int]:
+def read_report(path: Path) -> tuple[dict[str, GradedTest], int]:
     """Tests collected so far, with results filled in; and how many have finished."""
     tests: dict[str, GradedTest] = {}
     finished = 0
@@ -120,14 +120,14 @@ def run_suite(
         with tqdm(desc="grading", unit="test", disable=verbose, file=sys.stderr, mininterval=interval) as bar:
             while child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-                tests, finished = _read_report(report)
+                tests, finished = read_report(report)
                 bar.total = len(tests) or None
                 bar.update(finished - bar.n)
         timed_out = child.poll() is None
         if timed_out:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-    tests, _ = _read_report(report)
+    tests, _ = read_report(report)
     if not tests:
         log_text = log_path.read_text(errors="replace")
         raise RuntimeError(f"the test suite collected nothing (exit {child.returncode}); its output:\n{log_text[-4000:]}")
@@ -146,7 +146,7 @@ def collect_only(workspace: Path) -> list[GradedTest]:
         subprocess.run([sys.executable, "-m", "pytest", "tests", "--collect-only", "-q", "--grading-report",
                         str(report), "-p", "no:cacheprovider"], cwd=workspace, env=_child_env(workspace),
                        capture_output=True, stdin=subprocess.DEVNULL, check=False)
-        tests, _ = _read_report(report)
+        tests, _ = read_report(report)
     if not tests:
         raise RuntimeError("the test suite collected nothing; run `uv run pytest tests --collect-only` to see why")
     return list(tests.values())

@@ -124,7 +124,7 @@ def test_get_batch_rejects_bad_input():
                        ((tokens, 0, 4), "batch_size 0"), ((tokens, 2, 0), "context_length 0"),
                        ((tokens, -1, 4), "a negative batch_size"),
                        ((tokens.astype(np.float32), 2, 4), "float data is not tokens"),
-                       ((np.arange(40).reshape(4, 10), 2, 4), "2-D data is not a token stream")]:
+                       ((np.arange(40).reshape(4, 10), 2, 2), "2-D data is not a token stream")]:
         check_raises(ValueError, A.run_get_batch, *args, what=what, see=f"{SEE} §9.2")
 
 
