@@ -16,3 +16,8 @@ def to_dtype(name: str) -> torch.dtype:
 def to_index(entries: list) -> tuple[int | slice, ...]:
     """Basic index from plain data: an int stays an int; [start, stop, step] (None allowed) is a slice."""
     return tuple(entry if isinstance(entry, int) else slice(*entry) for entry in entries)
+
+
+def to_generator(seed: int | None) -> torch.Generator | None:
+    """A CPU generator seeded with `seed`, or None (meaning torch's global generator)."""
+    return None if seed is None else torch.Generator().manual_seed(seed)

@@ -11,11 +11,8 @@ import os
 import numpy as np
 import torch
 
+from adapters._convert import to_generator
 from adapters._instrument import HostToDeviceCopies, resident_bytes
-
-
-def _generator(seed: int | None) -> torch.Generator | None:
-    return None if seed is None else torch.Generator().manual_seed(seed)
 
 
 def run_open_tokens(path: str, dtype: str) -> dict:
@@ -35,7 +32,7 @@ def run_get_batch(
     from cs336_basics import data
 
     with HostToDeviceCopies() as watch:
-        inputs, targets = data.get_batch(tokens, batch_size, context_length, device, _generator(seed))
+        inputs, targets = data.get_batch(tokens, batch_size, context_length, device, to_generator(seed))
     return {"inputs": inputs, "targets": targets, "copies": watch.copies}
 
 
@@ -47,7 +44,7 @@ def run_get_batch_from_file(
     from cs336_basics import data
 
     tokens = data.open_tokens(path, np.dtype(dtype))
-    inputs, targets = data.get_batch(tokens, batch_size, context_length, "cpu", _generator(seed))
+    inputs, targets = data.get_batch(tokens, batch_size, context_length, "cpu", to_generator(seed))
     del tokens
     return {"inputs": inputs, "targets": targets, "bytes_read": resident_bytes(path),
             "file_bytes": os.path.getsize(path)}

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import torch
 
-
-def _generator(seed: int | None) -> torch.Generator | None:
-    return None if seed is None else torch.Generator().manual_seed(seed)
+from adapters._convert import to_generator
 
 
 def run_init_std(d_in: int) -> float:
@@ -20,11 +18,11 @@ def run_normal_init(d_in: int, d_out: int, seed: int | None = None) -> torch.Ten
     """A (d_in, d_out) normal weight; drawn from a generator seeded with `seed`, or the global one when None."""
     from cs336_basics import init
 
-    return init.normal_init(d_in, d_out, generator=_generator(seed))
+    return init.normal_init(d_in, d_out, generator=to_generator(seed))
 
 
 def run_trunc_normal_init(d_in: int, d_out: int, seed: int | None = None) -> torch.Tensor:
     """A (d_in, d_out) truncated-normal weight; `seed` as in run_normal_init."""
     from cs336_basics import init
 
-    return init.trunc_normal_init(d_in, d_out, generator=_generator(seed))
+    return init.trunc_normal_init(d_in, d_out, generator=to_generator(seed))
