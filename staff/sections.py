@@ -5,8 +5,8 @@ found by two rules, tried in order, for the module-level name the block belongs 
 or the class of a method):
 
 1. the sections (`§N.k`) that the public tests of that page cite in the test functions reaching the
-   name through an adapter; the lowest of them. This is the section the student's failing tests
-   already point to.
+   name through an adapter: the lowest of those whose text names it in backticks (as in rule 2),
+   or else the lowest of them all. This is a section the student's failing tests already point to.
 2. the first `## N.k` section of the page whose text names the function, its class or the method in
    backticks (`` `materialize` ``, `` `materialize(storage, ...)` ``, `` `Cruncher` ``).
 
@@ -121,10 +121,11 @@ class SectionIndex:
             raise SectionError(f"{where}: its module's Handout line names {page}, which does not exist")
         sections = page_sections((self.root / page).read_text(encoding="utf-8"))
         cited = self._cited.get((page, module.stem, block.owner), set()) & set(sections)
-        if cited:
-            return "§" + min(cited, key=_section_key)
         parts = (block.qualname or block.function).split(".")
         names = [block.owner] + [p for p in parts[1:] if not p.startswith("__")]
+        named = {number for number in cited if _names_in_backticks(names, sections[number])}
+        if named or cited:
+            return "§" + min(named or cited, key=_section_key)
         for number, text in sections.items():
             if _names_in_backticks(names, text):
                 return "§" + number

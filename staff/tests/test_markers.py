@@ -150,6 +150,9 @@ def test_sections_of_known_functions(reference_sections):
     assert reference_sections[("strides.py", "shares_storage")] == "§2.4"
     assert reference_sections[("dtype_memory.py", "decode_float_bits")] == "§1.2"
     assert reference_sections[("flops.py", "mfu")] == "§4.3"
+    # Cited by tests of an earlier section too, but specified in a later one that names them.
+    assert reference_sections[("init.py", "trunc_normal_init")] == "§6.2"
+    assert reference_sections[("model.py", "num_parameters")] == "§7.3"
 
 
 def write_tree(root: Path, test_body: str, page_extra: str = "") -> Path:
@@ -198,6 +201,12 @@ def test_of_several_cited_sections_the_lowest_wins(tmp_path):
     body = '    assert A.run_f() == 1, f"{SEE} §1.2"\n\n\ndef test_f_again():\n    assert A.run_f(), f"{SEE} §1.1"'
     module = write_tree(tmp_path, body)
     assert sections_of(tmp_path, module)["f"] == "§1.1"
+
+
+def test_of_several_cited_sections_one_naming_the_function_wins(tmp_path):
+    body = '    assert A.run_f() == 1, f"{SEE} §1.2"\n\n\ndef test_f_again():\n    assert A.run_f(), f"{SEE} §1.1"'
+    module = write_tree(tmp_path, body, page_extra="\nHere `f` is specified.\n")
+    assert sections_of(tmp_path, module)["f"] == "§1.2"
 
 
 def test_a_block_with_no_section_is_an_error_naming_it(tmp_path):
