@@ -10,32 +10,55 @@ import ctypes
 import mmap
 import os
 import time
+from contextlib import ExitStack
+from unittest import mock
 
 import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils import flop_counter
 from torch.utils._python_dispatch import TorchDispatchMode
+
+# torch's own FLOP counter: the tests' and the adapters' reference count.
+FlopCounterMode = flop_counter.FlopCounterMode
 
 _MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default}
 
 
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors hold the same shape, dtype and bytes (NaN equals NaN, -0.0 differs from 0.0)."""
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
+        a.reshape(-1).contiguous().view(torch.uint8), b.reshape(-1).contiguous().view(torch.uint8))
+
+
 class ScriptedMatmuls(TorchDispatchMode):
     """Counts matrix multiplies and the dtypes they ran in; the i-th one also sleeps `delays[i]`
-    seconds (none past the list), so a timer sees durations the test chose."""
+    seconds (none past the list), so a timer sees durations the test chose. `seconds` holds how long
+    each matmul really took, sleep included: on a busy machine a sleep overruns, and a correct timer
+    measures the overrun too."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # nothing here is compiled; skipping would import torch._dynamo (seconds) on first use
 
     def __init__(self, delays: list[float] | None = None) -> None:
         super().__init__()
         self.delays = list(delays or [])
         self.calls = 0
         self.dtypes: set[str] = set()
+        self.seconds: list[float] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func in _MATMULS:
-            if self.calls < len(self.delays):
-                time.sleep(self.delays[self.calls])
-            self.calls += 1
-            self.dtypes.update(str(a.dtype).removeprefix("torch.") for a in args if isinstance(a, torch.Tensor))
-        return func(*args, **(kwargs or {}))
+        if func not in _MATMULS:
+            return func(*args, **(kwargs or {}))
+        started = time.perf_counter()
+        if self.calls < len(self.delays):
+            time.sleep(self.delays[self.calls])
+        self.calls += 1
+        self.dtypes.update(str(a.dtype).removeprefix("torch.") for a in args if isinstance(a, torch.Tensor))
+        result = func(*args, **(kwargs or {}))
+        self.seconds.append(time.perf_counter() - started)
+        return result
 
 
 class NoAutograd(TorchFunctionMode):
@@ -52,8 +75,35 @@ class NoAutograd(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+class ForbiddenCalls:
+    """Inside the block, calling any of `targets` ((owner, attribute name) pairs) records the name
+    and raises RuntimeError(`message`); `calls` lists the names called, in order."""
+
+    def __init__(self, targets: list[tuple[object, str]], message: str) -> None:
+        self.targets, self.message, self.calls = targets, message, []
+        self.stack = ExitStack()
+
+    def __enter__(self) -> ForbiddenCalls:
+        for owner, name in self.targets:
+            label = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+
+            def forbidden(*args, _label=label, **kwargs):
+                self.calls.append(_label)
+                raise RuntimeError(f"{_label} was called: {self.message}")
+
+            self.stack.enter_context(mock.patch.object(owner, name, forbidden))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
+
+
 class HostToDeviceCopies(TorchDispatchMode):
     """Records each copy from CPU to a CUDA device as (source was pinned, non_blocking was set)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # nothing here is compiled; skipping would import torch._dynamo (seconds) on first use
 
     _COPIES = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
 

@@ -12,10 +12,13 @@ import os
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import torch
+
+from adapters._route import routed
 
 
 def build_training(dims: list[int], lr: float = 1e-2) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
@@ -42,54 +45,84 @@ class _Unpicklable:
         raise RuntimeError("this object cannot be saved (the test planted it to make torch.save fail part-way)")
 
 
+@routed
 def run_save_checkpoint(
     dims: list[int], model_state: dict, optimizer_state: dict, iteration: int, out: str | None = None,
-    fail_midway: bool = False,
+    fail_midway: bool = False, as_path_object: bool = False,
 ) -> dict:
-    """save_checkpoint of a model and optimizer in these states, to the path `out`, or, when `out`
-    is None, to an in-memory binary file. With `fail_midway`, the optimizer's state holds an
-    object that makes pickling fail once writing has begun (the exception propagates).
+    """save_checkpoint of a model and optimizer in these states, to the path `out` (a str, or with
+    `as_path_object` a pathlib.Path), or, when `out` is None, to an in-memory binary file. With
+    `fail_midway`, the optimizer's state holds an object that makes pickling fail once writing has
+    begun (the exception propagates).
 
     Returns {"bytes": what was written to the in-memory file (None for a path),
-    "renames": [(source, destination), ...] for every os.replace / os.rename the call made}."""
+    "renames": [(source, destination), ...] for every os.replace / os.rename the call made,
+    "synced": whether a file was renamed onto `out`, and flushed to disk (os.fsync or os.fdatasync)
+    before that rename}."""
     from cs336_basics import checkpoint
 
     model, optimizer = _restored(dims, model_state, optimizer_state)
     if fail_midway:
         optimizer.state[next(iter(model.parameters()))]["planted"] = _Unpicklable()
     buffer = io.BytesIO() if out is None else None
-    with _recorded_renames() as renames:
-        checkpoint.save_checkpoint(model, optimizer, iteration, out if buffer is None else buffer)
-    return {"bytes": None if buffer is None else buffer.getvalue(), "renames": renames}
+    target = buffer if buffer is not None else Path(out) if as_path_object else out
+    with _recorded_file_operations() as operations:
+        checkpoint.save_checkpoint(model, optimizer, iteration, target)
+    renames = [(src, dst) for kind, src, dst in operations if kind == "rename"]
+    onto_out = [i for i, (kind, _, dst) in enumerate(operations)
+                if kind == "rename" and buffer is None and os.path.realpath(dst) == os.path.realpath(out)]
+    synced = bool(onto_out) and all(any(kind == "sync" and path == operations[i][1] for kind, path, _ in operations[:i])
+                                    for i in onto_out)
+    return {"bytes": None if buffer is None else buffer.getvalue(), "renames": renames, "synced": synced}
+
+
+def _fd_path(fd: int) -> str:
+    try:
+        return os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return f"<fd {fd}>"
 
 
 @contextmanager
-def _recorded_renames() -> Iterator[list[tuple[str, str]]]:
-    renames: list[tuple[str, str]] = []
+def _recorded_file_operations() -> Iterator[list[tuple[str, str, str]]]:
+    """Lists ("rename", source, destination) for each os.replace / os.rename and ("sync", path, "")
+    for each os.fsync / os.fdatasync made inside the block, in order."""
+    operations: list[tuple[str, str, str]] = []
 
-    def recording(original):
+    def renaming(original):
         def rename(src, dst, *args, **kwargs):
-            renames.append((os.fspath(src), os.fspath(dst)))
+            operations.append(("rename", os.path.realpath(os.fspath(src)), os.fspath(dst)))
             return original(src, dst, *args, **kwargs)
 
         return rename
 
-    with mock.patch("os.replace", recording(os.replace)), mock.patch("os.rename", recording(os.rename)):
-        yield renames
+    def syncing(original):
+        def sync(fd):
+            operations.append(("sync", _fd_path(fd if isinstance(fd, int) else fd.fileno()), ""))
+            return original(fd)
+
+        return sync
+
+    with mock.patch("os.replace", renaming(os.replace)), mock.patch("os.rename", renaming(os.rename)), \
+            mock.patch("os.fsync", syncing(os.fsync)), mock.patch("os.fdatasync", syncing(os.fdatasync)):
+        yield operations
 
 
+@routed
 def run_load_checkpoint(
-    src: str | bytes, dims: list[int], model_state: dict | None = None, optimizer_state: dict | None = None
+    src: str | bytes, dims: list[int], model_state: dict | None = None, optimizer_state: dict | None = None,
+    as_path_object: bool = False,
 ) -> dict:
-    """load_checkpoint from the path `src` (or from these bytes, as a binary file object) into a
-    model and optimizer that start in the given states (fresh when None).
+    """load_checkpoint from the path `src` (a str, or with `as_path_object` a pathlib.Path; or from
+    these bytes, as a binary file object) into a model and optimizer that start in the given states
+    (fresh when None).
 
     Returns {"iteration" (None if it raised), "raised" (the exception or None), "model",
     "optimizer" (their state dicts afterwards)}."""
     from cs336_basics import checkpoint
 
     model, optimizer = _restored(dims, model_state, optimizer_state)
-    source = io.BytesIO(src) if isinstance(src, bytes) else src
+    source = io.BytesIO(src) if isinstance(src, bytes) else Path(src) if as_path_object else src
     iteration, raised = None, None
     try:
         iteration = checkpoint.load_checkpoint(source, model, optimizer)
@@ -98,6 +131,7 @@ def run_load_checkpoint(
     return {"iteration": iteration, "raised": raised, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
 
 
+@routed
 def run_set_seed_then_draw(seed: int, count: int) -> dict[str, list[float]]:
     """set_seed(seed), then `count` draws from each of torch, numpy and random."""
     from cs336_basics import checkpoint

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from adapters._convert import to_dtype
+from adapters._route import routed
 
 
+@routed
 def run_bytes_per_element(dtype: str) -> int:
     """Bytes per element of the dtype named `dtype` (e.g. "bfloat16" -> 2)."""
     from cs336_basics import dtype_memory
@@ -12,6 +14,7 @@ def run_bytes_per_element(dtype: str) -> int:
     return int(dtype_memory.bytes_per_element(to_dtype(dtype)))
 
 
+@routed
 def run_tensor_bytes(shape: list[int], dtype: str) -> int:
     """Bytes of a contiguous tensor of `shape` and the dtype named `dtype`."""
     from cs336_basics import dtype_memory
@@ -19,6 +22,7 @@ def run_tensor_bytes(shape: list[int], dtype: str) -> int:
     return int(dtype_memory.tensor_bytes(tuple(shape), to_dtype(dtype)))
 
 
+@routed
 def run_decode_float_bits(bits: int, exponent_bits: int, mantissa_bits: int, finite_only: bool = False) -> float:
     """Value of the bit pattern `bits` in the format (1 sign, exponent_bits, mantissa_bits)."""
     from cs336_basics import dtype_memory
@@ -26,6 +30,17 @@ def run_decode_float_bits(bits: int, exponent_bits: int, mantissa_bits: int, fin
     return float(dtype_memory.decode_float_bits(bits, exponent_bits, mantissa_bits, finite_only))
 
 
+@routed
+def run_decode_float_bits_many(
+    patterns: list[int], exponent_bits: int, mantissa_bits: int, finite_only: bool = False
+) -> list[float]:
+    """decode_float_bits of each pattern in turn: one call for many, for checks over every pattern."""
+    from cs336_basics import dtype_memory
+
+    return [float(dtype_memory.decode_float_bits(bits, exponent_bits, mantissa_bits, finite_only)) for bits in patterns]
+
+
+@routed
 def run_float_format_limits(exponent_bits: int, mantissa_bits: int, finite_only: bool = False) -> dict[str, float]:
     """{"largest_finite", "smallest_normal", "smallest_subnormal"} of the format, as floats."""
     from cs336_basics import dtype_memory
@@ -37,6 +52,7 @@ def run_float_format_limits(exponent_bits: int, mantissa_bits: int, finite_only:
     }
 
 
+@routed
 def run_underflows_to_zero(value: float, dtype: str) -> bool:
     """Whether the nonzero `value` is stored as zero in the dtype named `dtype`."""
     from cs336_basics import dtype_memory
@@ -44,6 +60,7 @@ def run_underflows_to_zero(value: float, dtype: str) -> bool:
     return bool(dtype_memory.underflows_to_zero(value, to_dtype(dtype)))
 
 
+@routed
 def run_bytes_per_parameter(optimizer: str, precision: str) -> int:
     """Training-state bytes per parameter for `optimizer` ("sgd", "adagrad", "adamw") and
     `precision` ("float32", "bf16_mixed")."""
@@ -52,6 +69,7 @@ def run_bytes_per_parameter(optimizer: str, precision: str) -> int:
     return int(dtype_memory.bytes_per_parameter(optimizer, precision))
 
 
+@routed
 def run_max_trainable_parameters(num_devices: int, bytes_per_device: int, optimizer: str, precision: str) -> int:
     """Largest parameter count whose training state fits on `num_devices` of `bytes_per_device` bytes."""
     from cs336_basics import dtype_memory

@@ -5,7 +5,10 @@ from __future__ import annotations
 import torch
 from jaxtyping import Float
 
+from adapters._route import routed
 
+
+@routed
 def run_attention_scores(
     queries: Float[torch.Tensor, "batch seq1 hidden"], keys: Float[torch.Tensor, "batch seq2 hidden"]
 ) -> Float[torch.Tensor, "batch seq1 seq2"]:
@@ -15,6 +18,7 @@ def run_attention_scores(
     return einops_ops.attention_scores(queries, keys)
 
 
+@routed
 def run_split_heads(x: Float[torch.Tensor, "... model"], num_heads: int) -> Float[torch.Tensor, "... heads head_dim"]:
     """Last dimension cut into `num_heads` consecutive chunks."""
     from cs336_basics import einops_ops
@@ -22,6 +26,7 @@ def run_split_heads(x: Float[torch.Tensor, "... model"], num_heads: int) -> Floa
     return einops_ops.split_heads(x, num_heads)
 
 
+@routed
 def run_merge_heads(x: Float[torch.Tensor, "... heads head_dim"]) -> Float[torch.Tensor, "... model"]:
     """Heads concatenated back into the last dimension."""
     from cs336_basics import einops_ops
@@ -29,6 +34,7 @@ def run_merge_heads(x: Float[torch.Tensor, "... heads head_dim"]) -> Float[torch
     return einops_ops.merge_heads(x)
 
 
+@routed
 def run_per_head_linear(
     x: Float[torch.Tensor, "... model_in"], weight: Float[torch.Tensor, "head_in head_out"], num_heads: int
 ) -> Float[torch.Tensor, "... model_out"]:
@@ -38,6 +44,7 @@ def run_per_head_linear(
     return einops_ops.per_head_linear(x, weight, num_heads)
 
 
+@routed
 def run_sum_hidden(x: Float[torch.Tensor, "... hidden"]) -> Float[torch.Tensor, "..."]:
     """Sum over the last dimension."""
     from cs336_basics import einops_ops
@@ -45,6 +52,7 @@ def run_sum_hidden(x: Float[torch.Tensor, "... hidden"]) -> Float[torch.Tensor, 
     return einops_ops.sum_hidden(x)
 
 
+@routed
 def run_max_over_sequence(x: Float[torch.Tensor, "batch seq hidden"]) -> Float[torch.Tensor, "batch hidden"]:
     """Maximum over the sequence dimension."""
     from cs336_basics import einops_ops
@@ -52,6 +60,7 @@ def run_max_over_sequence(x: Float[torch.Tensor, "batch seq hidden"]) -> Float[t
     return einops_ops.max_over_sequence(x)
 
 
+@routed
 def run_einsum_flops(pattern: str, shape_a: list[int], shape_b: list[int]) -> int:
     """FLOPs of the two-operand einsum `pattern` on operands of these shapes."""
     from cs336_basics import einops_ops

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from adapters._convert import to_dtype
 from adapters._instrument import ScriptedMatmuls
+from adapters._route import routed
 
 
 def _flops_dict(flops) -> dict[str, int]:
     return {"forward": int(flops.forward), "backward": int(flops.backward), "total": int(flops.total)}
 
 
+@routed
 def run_matmul_flops(m: int, k: int, n: int) -> int:
     """FLOPs of (m, k) @ (k, n)."""
     from cs336_basics import flops
@@ -17,13 +19,17 @@ def run_matmul_flops(m: int, k: int, n: int) -> int:
     return int(flops.matmul_flops(m, k, n))
 
 
-def run_elementwise_flops(shape: list[int], flops_per_element: int) -> int:
-    """FLOPs of an elementwise op with this cost per element."""
+@routed
+def run_elementwise_flops(shape: list[int], flops_per_element: int | None = None) -> int:
+    """FLOPs of an elementwise op with this cost per element (None: the function's default)."""
     from cs336_basics import flops
 
+    if flops_per_element is None:
+        return int(flops.elementwise_flops(tuple(shape)))
     return int(flops.elementwise_flops(tuple(shape), flops_per_element))
 
 
+@routed
 def run_linear_layer_flops(batch_size: int, d_in: int, d_out: int) -> dict[str, int]:
     """{"forward", "backward", "total"} FLOPs of one (d_in, d_out) weight matrix."""
     from cs336_basics import flops
@@ -31,6 +37,7 @@ def run_linear_layer_flops(batch_size: int, d_in: int, d_out: int) -> dict[str, 
     return _flops_dict(flops.linear_layer_flops(batch_size, d_in, d_out))
 
 
+@routed
 def run_deep_linear_flops(batch_size: int, dims: list[int]) -> dict:
     """{"forward", "backward", "total", "per_matrix": [{"forward", "backward", "total"}, ...]}."""
     from cs336_basics import flops
@@ -39,6 +46,7 @@ def run_deep_linear_flops(batch_size: int, dims: list[int]) -> dict:
     return {**_flops_dict(whole), "per_matrix": [_flops_dict(f) for f in per_matrix]}
 
 
+@routed
 def run_mfu(flops: float, seconds: float, promised_flop_per_sec: float) -> float:
     """Model FLOPs utilization."""
     from cs336_basics import flops as mod
@@ -46,6 +54,7 @@ def run_mfu(flops: float, seconds: float, promised_flop_per_sec: float) -> float
     return float(mod.mfu(flops, seconds, promised_flop_per_sec))
 
 
+@routed
 def run_promised_flop_per_sec(device_name: str, dtype: str) -> float:
     """Promised dense FLOP/s of `device_name` for the dtype named `dtype`."""
     from cs336_basics import flops
@@ -53,6 +62,7 @@ def run_promised_flop_per_sec(device_name: str, dtype: str) -> float:
     return float(flops.promised_flop_per_sec(device_name, to_dtype(dtype)))
 
 
+@routed
 def run_training_days(
     num_parameters: float, num_tokens: float, num_devices: int, flop_per_sec_per_device: float, mfu: float
 ) -> float:
@@ -62,6 +72,7 @@ def run_training_days(
     return float(flops.training_days(num_parameters, num_tokens, num_devices, flop_per_sec_per_device, mfu))
 
 
+@routed
 def run_time_matmul(
     m: int,
     k: int,
@@ -74,7 +85,8 @@ def run_time_matmul(
     matmul_delays: list[float] | None = None,
 ) -> dict[str, float | int | None]:
     """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul; "matmuls": how many
-    matrix multiplies the call ran, and "matmul_dtypes": the sorted dtype names they ran in. With `matmul_delays`, the i-th matmul also sleeps
+    matrix multiplies the call ran, "matmul_dtypes": the sorted dtype names they ran in, and
+    "matmul_seconds": how long each matmul really took. With `matmul_delays`, the i-th matmul also sleeps
     matmul_delays[i] seconds, so the test knows what a correct timer must report."""
     from cs336_basics import flops
 
@@ -86,4 +98,5 @@ def run_time_matmul(
         "mfu": None if timing.mfu is None else float(timing.mfu),
         "matmuls": script.calls,
         "matmul_dtypes": sorted(script.dtypes),
+        "matmul_seconds": script.seconds,
     }

@@ -13,7 +13,10 @@ from unittest import mock
 import torch
 import torch.optim.adagrad as torch_adagrad_module
 
+from adapters._route import routed
 
+
+@routed
 def run_adagrad(
     params: list[torch.Tensor],
     grads_per_step: list[list[torch.Tensor | None]],
@@ -52,7 +55,8 @@ def run_adagrad(
             opt.step()
     used = bool(calls) or isinstance(opt, torch.optim.Adagrad)
     saved = opt.state_dict()
-    state = {k: {n: v.clone() if isinstance(v, torch.Tensor) else v for n, v in s.items()} for k, s in saved["state"].items()}
+    state = {k: {n: v.clone() if isinstance(v, torch.Tensor) else v for n, v in s.items()}
+             for k, s in saved["state"].items()}
     return {"params": [p.detach().clone() for p in tensors], "state_dict": {**saved, "state": state},
             "torch_adagrad_used": used}
 
@@ -76,6 +80,7 @@ def _torch_adagrad_watch() -> Iterator[list[str]]:
         yield calls
 
 
+@routed
 def run_adagrad_step_with_closure(param: torch.Tensor, grad: torch.Tensor, loss: float) -> dict:
     """One AdaGrad step given a closure that returns `loss`: {"returned": what step() returned,
     "closure_calls": how often the closure ran, "param": the parameter afterwards}."""
@@ -93,6 +98,7 @@ def run_adagrad_step_with_closure(param: torch.Tensor, grad: torch.Tensor, loss:
     return {"returned": returned, "closure_calls": len(calls), "param": tensor.detach().clone()}
 
 
+@routed
 def run_training_step_memory(batch_size: int, dim: int, num_layers: int, bytes_per_value: int = 4) -> dict[str, int]:
     """{"parameters", "activations", "gradients", "optimizer_state", "total"} in bytes."""
     from cs336_basics import optimizer
@@ -103,6 +109,7 @@ def run_training_step_memory(batch_size: int, dim: int, num_layers: int, bytes_p
             "total": int(memory.total)}
 
 
+@routed
 def run_training_step_flops(batch_size: int, num_parameters: int) -> int:
     """FLOPs of one training step."""
     from cs336_basics import optimizer

@@ -106,11 +106,11 @@ def largest_finite(exponent_bits: int, mantissa_bits: int, finite_only: bool = F
     """
     # BEGIN SOLUTION
     bias = exponent_bias(exponent_bits)
-    if finite_only:
+    if finite_only and mantissa_bits > 0:
         # The top exponent is usable; its all-ones mantissa is NaN, so one step below that.
         top_exponent = (1 << exponent_bits) - 1
         top_mantissa = (1 << mantissa_bits) - 2
-    else:
+    else:  # the top exponent is inf/NaN (or, with no mantissa bits, only its NaN)
         top_exponent = (1 << exponent_bits) - 2
         top_mantissa = (1 << mantissa_bits) - 1
     return math.ldexp((1 << mantissa_bits) + top_mantissa, top_exponent - bias - mantissa_bits)

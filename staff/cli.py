@@ -3,27 +3,147 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
 DEFAULT_RESULTS = Path("results.json")
 
 
+def _sandbox_options(args: argparse.Namespace):
+    from staff.sandbox.client import Limits
+    from staff.sandbox.layout import SandboxOptions
+
+    memory = None if args.memory_gib <= 0 else int(args.memory_gib * 2**30)
+    return SandboxOptions(test_budget_s=args.test_timeout, limits=Limits(memory_bytes=memory),
+                          separate_user=not args.no_separate_user, namespaces=not args.no_namespaces,
+                          landlock=not args.no_landlock, threads=args.threads or os.cpu_count() or 1,
+                          import_timeout_s=args.import_timeout)
+
+
+def _print_protections(protections: dict[str, str]) -> None:
+    if not protections:
+        return
+    off = {k: v for k, v in protections.items() if not v.startswith("on")}
+    on = [k for k in protections if k not in off]
+    print(f"sandbox: on: {', '.join(on) or 'nothing'}", file=sys.stderr)
+    for name, why in off.items():
+        print(f"sandbox: {name}: {why}", file=sys.stderr)
+
+
+def _grader(args: argparse.Namespace, progress: bool):
+    from staff.grade import grade
+
+    def run(submission: Path):
+        return grade(submission, timeout_s=args.timeout, verbose=args.verbose, hidden=not args.no_hidden,
+                     hidden_visibility=args.hidden_visibility, sandbox=_sandbox_options(args),
+                     in_process=args.in_process, progress=progress)
+
+    return run
+
+
 def _grade(args: argparse.Namespace) -> int:
-    from staff.grade import REPO_ROOT, grade
+    from staff.grade import REPO_ROOT, stop_running
     from staff.gradescope import write_results
 
+    if args.batch is not None:
+        return _grade_batch(args)
     submission = (args.submission or REPO_ROOT).resolve()
     if not submission.exists():
         print(f"staff grade: {submission} does not exist; expected a folder holding cs336_basics/ or a zip of it",
               file=sys.stderr)
         return 2
+    out = args.out or DEFAULT_RESULTS
     print(f"grading {submission}", file=sys.stderr)
-    result = grade(submission, timeout_s=args.timeout, verbose=args.verbose, test_timeout_s=args.test_timeout)
-    write_results(result, args.out)
+    try:
+        result = _grader(args, progress=True)(submission)
+    except KeyboardInterrupt:
+        stop_running()
+        print("staff grade: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    write_results(result, out)
+    _print_protections(result.protections)
     print(result.output)
-    print(f"\nscore {result.score:g} / {result.max_score:g}; results written to {args.out}")
+    print(f"\nscore {result.score:g} / {result.max_score:g}; results written to {out}")
     return 0
+
+
+def _grade_batch(args: argparse.Namespace) -> int:
+    from staff.batch import BatchError, grade_batch
+    from staff.grade import stop_running
+
+    folder = args.batch.resolve()
+    out = (args.out or folder.with_name(folder.name + "-grades")).resolve()
+    if args.submission is not None:
+        print("staff grade: give either a SUBMISSION or --batch DIR, not both", file=sys.stderr)
+        return 2
+    jobs = args.jobs or os.cpu_count() or 1
+    if args.threads is None:
+        args.threads = max(1, (os.cpu_count() or 1) // jobs)
+    print(f"grading the submissions in {folder} into {out}, {jobs} at a time", file=sys.stderr)
+    try:
+        lines, files = grade_batch(folder, out, _grader(args, progress=False), jobs, args.force)
+    except BatchError as error:
+        print(f"staff grade: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        stop_running()
+        print(f"staff grade: interrupted; finished submissions are kept in {out}; run the same command to "
+              f"grade the rest", file=sys.stderr)
+        return 130
+    print("\n".join(lines))
+    print("\nwritten: " + ", ".join(str(f.relative_to(out)) for f in files) + f" in {out}")
+    return 0
+
+
+def _add_grade(commands) -> None:
+    from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
+
+    grade = commands.add_parser(
+        "grade",
+        help="grade a submission (or a folder of them) and write Gradescope's results.json",
+        description="Run this tree's public and hidden suites against a submission's cs336_basics package (its "
+        "own tests, adapters and config are never used), print the points per problem, and write results.json "
+        "in Gradescope's format. Student code runs in a confined worker process; the tests, the points and the "
+        "results never share a process with it. A submission that cannot be loaded scores 0 with the reason. "
+        "With --batch, grade a folder of submissions in parallel into a gradebook (grades.csv, summary.md, "
+        "charts); a batch that is stopped keeps what it finished, and running it again grades the rest.",
+    )
+    grade.add_argument("submission", nargs="?", type=Path, default=None,
+                       help="a folder holding cs336_basics/, the cs336_basics folder itself, or a zip of either "
+                       "(default: this repository's reference solution)")
+    grade.add_argument("--out", type=Path, default=None,
+                       help=f"where to write: results.json for one submission (default {DEFAULT_RESULTS}); a folder "
+                       "for --batch (default: DIR-grades next to DIR)")
+    grade.add_argument("--batch", type=Path, metavar="DIR", default=None,
+                       help="grade every submission in DIR: one folder or zip each, or Gradescope's export "
+                       "(submission_metadata.yml and submission_*/ folders)")
+    grade.add_argument("-j", "--jobs", type=int, default=None, help="submissions graded at once (default: cores)")
+    grade.add_argument("--force", action="store_true", help="with --batch, grade again what is already graded")
+    grade.add_argument("--timeout", type=float, default=1800, help="seconds the whole test run of one submission "
+                       "may take; tests it does not reach score 0 (default: %(default)g)")
+    grade.add_argument("--test-timeout", type=float, default=120.0,
+                       help="seconds one test may spend in the submission's code (default: %(default)g)")
+    grade.add_argument("--import-timeout", type=float, default=120.0,
+                       help="seconds importing the submission's package may take (default: %(default)g)")
+    grade.add_argument("--no-hidden", action="store_true", help="run the public tests only")
+    grade.add_argument("--hidden-visibility", choices=VISIBILITIES, default=HIDDEN_VISIBILITY,
+                       help="when students see the hidden tests on Gradescope (default: %(default)s)")
+    grade.add_argument("--in-process", action="store_true",
+                       help="run student code inside the test process (debugging and timing only: NOT safe "
+                       "against a hostile submission)")
+    grade.add_argument("--no-separate-user", action="store_true",
+                       help="as root, do not run student code as a user of its own")
+    grade.add_argument("--no-namespaces", action="store_true", help="no new PID and network namespaces")
+    grade.add_argument("--no-landlock", action="store_true", help="no Landlock file-access restriction")
+    grade.add_argument("--memory-gib", type=float, default=8.0,
+                       help="address space the student's process may use, GiB (0: unlimited; default: %(default)g)")
+    grade.add_argument("--threads", type=int, default=None,
+                       help="torch threads of the student's process (default: cores / jobs)")
+    grade.add_argument("-v", "--verbose", action="store_true",
+                       help="show pytest's own output instead of a progress bar")
+    grade.set_defaults(run=_grade)
 
 
 def _release(args: argparse.Namespace) -> int:
@@ -76,6 +196,42 @@ def _add_release(commands) -> None:
     release.set_defaults(run=_release)
 
 
+def _bundle(args: argparse.Namespace) -> int:
+    from staff.bundle import build_bundle
+    from staff.grade import REPO_ROOT
+    from staff.release.proc import ReleaseError
+
+    try:
+        summary = build_bundle(args.out.resolve(), REPO_ROOT, args.force, args.hidden_visibility, args.deadline)
+        print(f"staff bundle: {summary}")
+    except ReleaseError as error:
+        print(f"staff bundle: FAILED, nothing was written to {args.out}\n{error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_bundle(commands) -> None:
+    from staff.autograder import DEADLINE_S
+    from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
+
+    bundle = commands.add_parser(
+        "bundle",
+        help="build the Gradescope autograder zip (setup.sh, run_autograder, public and hidden suites)",
+        description="Build the zip to upload as a Gradescope autograder. setup.sh installs uv and the locked "
+        "environment (in /opt/cs336, readable by the sandbox user); run_autograder grades /autograder/submission "
+        "(a folder, or the one zip in it) with the public and hidden suites behind the sandbox and always writes "
+        "/autograder/results/results.json. The zip holds no reference solution; that is checked before writing.",
+    )
+    bundle.add_argument("out", type=Path, metavar="OUT.zip", help="the zip to write")
+    bundle.add_argument("--force", action="store_true", help="replace an existing OUT.zip")
+    bundle.add_argument("--hidden-visibility", choices=VISIBILITIES, default=HIDDEN_VISIBILITY,
+                        help="when students see the hidden tests' results (default: %(default)s)")
+    bundle.add_argument("--deadline", type=float, default=DEADLINE_S,
+                        help="seconds the test run may take; Gradescope's own limit must leave a minute more "
+                        "(default: %(default)g, for Gradescope's default of 600)")
+    bundle.set_defaults(run=_bundle)
+
+
 def _add_figures(commands) -> None:
     figures = commands.add_parser(
         "figures",
@@ -90,27 +246,24 @@ def _add_figures(commands) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="staff", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    grade = commands.add_parser(
-        "grade",
-        help="grade a submission and write Gradescope's results.json",
-        description="Run this tree's test suite against a submission's cs336_basics package (its own tests, "
-        "adapters and config are never used), print the points per problem, and write results.json in "
-        "Gradescope's format. A submission that cannot be loaded scores 0 with the reason as output.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    grade.add_argument("submission", nargs="?", type=Path, default=None,
-                       help="a folder holding cs336_basics/, the cs336_basics folder itself, or a zip of either "
-                       "(default: this repository's reference solution)")
-    grade.add_argument("--out", type=Path, default=DEFAULT_RESULTS, help="where to write results.json")
-    grade.add_argument("--timeout", type=float, default=1800, help="seconds the whole test run may take")
-    grade.add_argument("--test-timeout", type=float, default=None,
-                       help="seconds one test may take (default: the suite's own limit in pyproject.toml)")
-    grade.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output instead of a progress bar")
-    grade.set_defaults(run=_grade)
+    _add_grade(commands)
     _add_release(commands)
+    _add_bundle(commands)
     _add_figures(commands)
     args = parser.parse_args(argv)
+    if threading_main():
+        signal.signal(signal.SIGTERM, _interrupt)  # a stopped grader ends its test runs and workers too
     return args.run(args)
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""Grade one submission: fresh copy of this tree's tests and adapters + the submission's package.
+"""Grade one submission: this tree's public and hidden suites against the submission's package.
 
-The suite runs in a child process (`python -m pytest`) whose grading plugin writes one JSON line
-per collected test and per finished test. Tests the run never finished (a crash, `os._exit`, the
-time limit) score 0 with a note, so every run ends in a complete results file.
+The suites run in a child process (`python -m pytest`) whose points plugin writes one JSON line per
+collected test and per finished test. By default student code never runs in that process: every
+adapter call goes to a worker process confined by `staff.sandbox` (its own user when the grader is
+root, namespaces, Landlock, resource limits). Tests the run never finished (a crash, the time
+limit) score 0 with a note, so every run ends in a complete result.
 """
 
 from __future__ import annotations
@@ -14,19 +16,47 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
+from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.submission import PACKAGE, SubmissionError, lay_package
-from tests.grading import FAILED, GradedTest, format_table
+from tests.grading import (
+    FAILED,
+    HIDDEN_VISIBILITY,
+    NO_GPU_REASON,
+    RECORD_FIELDS,
+    SKIPPED,
+    VISIBILITIES,
+    GradedTest,
+    format_table,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# What the suite needs from this tree; the submission contributes only its package.
+# What the suites need from this tree; the submission contributes only its package.
 SUITE_PARTS = ("adapters", "tests", "pyproject.toml")
+HIDDEN_SUITE = REPO_ROOT / "staff" / "hidden"
 IMPORT_TIMEOUT_S = 120
+REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
+NEVER_FINISHED = "FAILED: this test never finished"
+_running: set[subprocess.Popen] = set()  # test runs in progress, so an interrupted grader can end them
+_running_lock = threading.Lock()
+
+
+def stop_running() -> None:
+    """Kill every test run this process started that is still going (and, with it, its worker)."""
+    with _running_lock:
+        children = list(_running)
+    for child in children:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 @dataclass
@@ -34,6 +64,7 @@ class Grade:
     tests: list[GradedTest]
     output: str  # the summary shown to the student above the per-test results
     seconds: float
+    protections: dict[str, str] = field(default_factory=dict)  # what confined the student's code
 
     @property
     def score(self) -> float:
@@ -44,116 +75,155 @@ class Grade:
         return sum(t.possible for t in self.tests)
 
 
-def build_workspace(submission: Path, workspace: Path) -> None:
-    """Lay this tree's suite and the submission's package side by side in `workspace`."""
-    for part in SUITE_PARTS:
-        source = REPO_ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, workspace / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copyfile(source, workspace / part)
-    lay_package(submission, workspace / PACKAGE)
+@dataclass
+class Report:
+    """What the points plugin wrote: the graded tests with their results, and the grader's notes."""
+
+    tests: dict[str, GradedTest] = field(default_factory=dict)
+    finished: int = 0
+    notes: dict[str, object] = field(default_factory=dict)
 
 
-def _child_env(workspace: Path) -> dict[str, str]:
+def read_report(path: Path) -> Report:
+    """The report so far. Lines that are cut off or malformed are skipped: a run that died part-way
+    still yields what it wrote before."""
+    report = Report()
+    if not path.exists():
+        return report
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            kind = record["kind"]
+            if kind == "collected":
+                fields = {k: record[k] for k in RECORD_FIELDS}
+                report.tests[str(fields["nodeid"])] = GradedTest(**fields)
+            elif kind == "result" and record["nodeid"] in report.tests:
+                test = report.tests[record["nodeid"]]
+                test.status, test.output = str(record["status"]), str(record["output"])
+                report.finished += 1
+            else:
+                report.notes[str(kind)] = record["value"]
+        except (ValueError, KeyError, TypeError):
+            continue
+    return report
+
+
+def _child_env(pythonpath: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
-    env.update(PYTHONPATH=str(workspace), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
+    env.update(PYTHONPATH=str(pythonpath), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
     return env
 
 
 def import_error(workspace: Path) -> str | None:
-    """Import every module of the submitted package in a child process; the error text, or None."""
-    modules = sorted(
-        ".".join((PACKAGE, *p.relative_to(workspace / PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
-        for p in (workspace / PACKAGE).rglob("*.py")
-    )
+    """In-process grading only: import every module of the package in `workspace` in a child process
+    (not confined); the error text, or None."""
     script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    modules = module_names(workspace / PACKAGE, PACKAGE)
     try:
         done = subprocess.run([sys.executable, "-c", script, *modules], cwd=workspace, env=_child_env(workspace),
-                              capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
+                              capture_output=True, text=True, errors="replace", timeout=IMPORT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"importing {PACKAGE} took longer than {IMPORT_TIMEOUT_S} s (is there work at module level?)"
     if done.returncode == 0:
         return None
     trace = done.stderr.strip().splitlines()
-    # Keep the part of the traceback that is about the student's files.
     return "\n".join(trace[-12:]).replace(str(workspace) + os.sep, "")
 
 
-def read_report(path: Path) -> tuple[dict[str, GradedTest], int]:
-    """Tests collected so far, with results filled in; and how many have finished."""
-    tests: dict[str, GradedTest] = {}
-    finished = 0
-    if not path.exists():
-        return tests, 0
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut off by a crash
-        if record.get("kind") == "collected":
-            fields = {k: record[k] for k in ("nodeid", "name", "number", "problem", "points", "needs_cuda")}
-            tests[record["nodeid"]] = GradedTest(**fields)
-        elif record.get("kind") == "result" and record.get("nodeid") in tests:
-            test = tests[record["nodeid"]]
-            test.status, test.output = record["status"], record["output"]
-            finished += 1
-    return tests, finished
+def _suites(hidden: bool) -> list[str]:
+    return ["tests", "staff/hidden"] if hidden else ["tests"]
 
 
-def run_suite(
-    workspace: Path, timeout_s: float, verbose: bool, test_timeout_s: float | None = None
-) -> tuple[list[GradedTest], str]:
-    """Run the suite in a child process; every collected test with its result, and the run's log."""
-    report = workspace / ".grading-report.jsonl"
-    log_path = workspace / ".pytest.log"
-    command = [sys.executable, "-m", "pytest", "tests", "--grading-report", str(report), "-q", "--tb=short",
-               "-p", "no:cacheprovider", "--color=no"]
-    if test_timeout_s is not None:
-        command.append(f"--timeout={test_timeout_s:g}")
+def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: bool, extra: list[str],
+              progress: bool = True) -> tuple[Report, str]:
+    """Run `suites` in a child process from `workspace`; the report, every collected test with its
+    result, and the end of the run's log."""
+    report_path, log_path = workspace / REPORT, workspace / LOG
+    # Plain asserts: the checks' messages say everything, and rewriting every test module costs seconds.
+    # No tracebacks from pytest: the points plugin writes each failure's text itself, far more cheaply.
+    command = [sys.executable, "-m", "pytest", *suites, "--grading-report", str(report_path), "-q", "--tb=no",
+               "-p", "no:cacheprovider", "--color=no", "--assert=plain", *extra]
     with log_path.open("w") as log:
-        child = subprocess.Popen(command, cwd=workspace, env=_child_env(workspace), stdin=subprocess.DEVNULL,
+        env = {**_child_env(workspace), "STAFF_GRADER_PID": str(os.getpid())}
+        child = subprocess.Popen(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
                                  stdout=None if verbose else log, stderr=subprocess.STDOUT, start_new_session=True)
+        with _running_lock:
+            _running.add(child)
         deadline = time.monotonic() + timeout_s
         # On a terminal the bar redraws in place; in a log (CI, Gradescope) it writes a line now and then.
         interval = 0.5 if sys.stderr.isatty() else 15
-        with tqdm(desc="grading", unit="test", disable=verbose, file=sys.stderr, mininterval=interval) as bar:
+        with tqdm(desc="grading", unit="test", disable=verbose or not progress, file=sys.stderr,
+                  mininterval=interval) as bar:
             while child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-                tests, finished = read_report(report)
-                bar.total = len(tests) or None
-                bar.update(finished - bar.n)
+                progress = read_report(report_path)
+                bar.total = len(progress.tests) or None
+                bar.update(progress.finished - bar.n)
         timed_out = child.poll() is None
         if timed_out:
             os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-    tests, _ = read_report(report)
-    if not tests:
-        log_text = log_path.read_text(errors="replace")
-        raise RuntimeError(f"the test suite collected nothing (exit {child.returncode}); its output:\n{log_text[-4000:]}")
-    for test in tests.values():
+        child.wait()
+        with _running_lock:
+            _running.discard(child)
+    report = read_report(report_path)
+    log_text = log_path.read_text(errors="replace")[-4000:]
+    if not report.tests:
+        raise RuntimeError(f"the test suite collected nothing (exit {child.returncode}); its output:\n{log_text}")
+    for test in report.tests.values():
         if test.status is None:
-            why = f"the time limit of {timeout_s:g} s" if timed_out else f"the test process ended (exit code {child.returncode})"
-            test.status, test.output = FAILED, f"FAILED: this test never finished: {why} stopped the run."
-    return list(tests.values()), log_path.read_text(errors="replace") if not verbose else ""
+            why = f"the time limit of {timeout_s:g} s" if timed_out else \
+                f"the test process ended (exit code {child.returncode})"
+            _not_run(test, f"{NEVER_FINISHED}: {why} stopped the run.")
+    return report, log_text
 
 
-def collect_only(workspace: Path) -> list[GradedTest]:
-    """The graded tests of the suite in `workspace`, without running any (collection never imports
+def _not_run(test: GradedTest, why: str) -> None:
+    """Score a test that never ran: failed, unless it is a GPU test on a machine without one, which
+    would have been skipped (0 of 0) had it run."""
+    if test.needs_cuda and not torch.cuda.is_available():
+        test.status, test.output = SKIPPED, f"skipped: {NO_GPU_REASON}"
+    else:
+        test.status, test.output = FAILED, why
+
+
+def collect_only(workspace: Path, hidden: bool = False) -> list[GradedTest]:
+    """The graded tests of the suites in `workspace`, without running any (collection never imports
     student code)."""
     with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
         report = Path(scratch) / "report.jsonl"
-        subprocess.run([sys.executable, "-m", "pytest", "tests", "--collect-only", "-q", "--grading-report",
+        subprocess.run([sys.executable, "-m", "pytest", *_suites(hidden), "--collect-only", "-q", "--grading-report",
                         str(report), "-p", "no:cacheprovider"], cwd=workspace, env=_child_env(workspace),
                        capture_output=True, stdin=subprocess.DEVNULL, check=False)
-        tests, _ = read_report(report)
+        tests = read_report(report).tests
     if not tests:
         raise RuntimeError("the test suite collected nothing; run `uv run pytest tests --collect-only` to see why")
     return list(tests.values())
 
 
+def _lay(submission: Path, scratch: Path) -> tuple[Path, str | None]:
+    """The submission's package laid out in `scratch/submitted`, and why it is unusable (or None)."""
+    package = scratch / "submitted"
+    try:
+        lay_package(submission, package)
+        return package, None
+    except SubmissionError as error:
+        shutil.rmtree(package, ignore_errors=True)
+        package.mkdir()
+        (package / "__init__.py").touch()
+        return package, str(error)
+
+
 def grade(
-    submission: Path, timeout_s: float = 1800, verbose: bool = False, test_timeout_s: float | None = None
+    submission: Path,
+    timeout_s: float = 1800,
+    verbose: bool = False,
+    test_timeout_s: float | None = None,
+    *,
+    hidden: bool = True,
+    hidden_visibility: str = HIDDEN_VISIBILITY,
+    sandbox: SandboxOptions | None = None,
+    in_process: bool = False,
+    progress: bool = True,
 ) -> Grade:
     """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
 
@@ -161,29 +231,59 @@ def grade(
         submission: a folder holding cs336_basics/, that folder, or a zip of either.
         timeout_s: seconds the whole test run may take.
         verbose: stream pytest's output instead of showing a progress bar.
-        test_timeout_s: seconds one test may take; None keeps the suite's own setting (pyproject.toml).
+        test_timeout_s: seconds one test may spend in student code; None keeps the default.
+        hidden: run the hidden suite (staff/hidden) as well as the public one.
+        hidden_visibility: when students see the hidden tests' results (Gradescope's visibility).
+        sandbox: how to confine student code (None: the defaults).
+        in_process: run student code inside the test process instead (debugging and timing only:
+            a hostile submission can forge its grade this way).
+        progress: show a progress bar of the tests.
     """
+    if hidden_visibility not in VISIBILITIES:
+        raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {hidden_visibility!r}")
+    hidden = hidden and HIDDEN_SUITE.is_dir()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch:
-        workspace = Path(scratch)
-        summary = ""
-        try:
-            build_workspace(submission, workspace)
-            problem = import_error(workspace)
-        except SubmissionError as error:
-            problem = str(error)
-            shutil.rmtree(workspace / PACKAGE, ignore_errors=True)
-            (workspace / PACKAGE).mkdir()
-            (workspace / PACKAGE / "__init__.py").touch()
-        if problem is None:
-            tests, log = run_suite(workspace, timeout_s, verbose, test_timeout_s)
-            if any(t.output.startswith("FAILED: this test never finished") for t in tests):
-                summary = "The test run stopped early; its last output:\n" + log[-2000:]
+    options = sandbox or SandboxOptions()
+    if test_timeout_s is not None:
+        options.test_budget_s = test_timeout_s
+    with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch_name:
+        scratch = Path(scratch_name)
+        package, problem = _lay(submission, scratch)
+        # An unusable submission is not run at all: its tests are only collected, in the simple layout.
+        confined = None if in_process or problem is not None else options
+        workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined)
+        shutil.rmtree(package)
+        extra = [f"--hidden-visibility={hidden_visibility}"]
+        if in_process:
+            if problem is None:
+                problem = import_error(workspace.grader)
+            extra.append(f"--timeout={options.test_budget_s:g}")
         else:
-            tests = collect_only(workspace)
+            extra += ["-p", "staff.sandbox.plugin", "--sandbox", str(workspace.settings),
+                      f"--timeout={options.test_budget_s + options.startup_timeout_s:g}"]
+        summary, protections = "", {}
+        if problem is None:
+            report, log = run_suite(workspace.grader, _suites(hidden), timeout_s, verbose, extra, progress)
+            tests = list(report.tests.values())
+            for test in tests:  # the same submission graded twice reads the same, wherever it was graded
+                test.output = test.output.replace(f"{workspace.code}{os.sep}", "").replace(
+                    str(scratch), "<grading folder>")
+            protections = dict(report.notes.get("protections") or {})
+            if "import_error" in report.notes:
+                summary = f"Your submission could not be loaded, so no test ran:\n{report.notes['import_error']}"
+            elif any(t.output.startswith(NEVER_FINISHED) for t in tests):
+                # The log names hidden tests and holds what the submission printed: the staff see it, not the student.
+                print(f"the test run stopped early; the end of its log:\n{log[-2000:]}", file=sys.stderr)
+                summary = next(t.output for t in tests if t.output.startswith(NEVER_FINISHED)).replace(
+                    f"{NEVER_FINISHED}: ", "The test run stopped early: ") + " Tests that did not finish score 0."
+        else:
+            tests = collect_only(workspace.grader, hidden)
             message = f"Your submission could not be loaded, so no test ran:\n{problem}"
             for test in tests:
-                test.status, test.output = FAILED, message
+                _not_run(test, message)
             summary = message
-    table = "\n".join(format_table(tests))
-    return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started)
+        if in_process:
+            protections = {"worker process": "off: graded in-process (--in-process)"}
+    table = "\n".join(format_table(tests, hidden_shown=hidden_visibility == "visible"))
+    return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
+                 protections=protections)

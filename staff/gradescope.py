@@ -1,47 +1,137 @@
-"""Gradescope's results.json: one entry per test, written atomically."""
+"""Gradescope's results.json: one entry per test, written atomically, and checked against the spec.
+
+The document follows Gradescope's "Autograder Specifications": top-level score, execution_time,
+output (Markdown here, so the points table keeps its alignment inside a code block), visibility
+and stdout_visibility; per test name, number, score, max_score, status, output (plain text), tags
+(its problem, public or hidden), visibility and extra_data (the pytest node id). A `cuda` test that
+could not run for want of a GPU is left out: no student sees a test they cannot fix, and the GPU
+grader's own results carry it.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from staff.grade import Grade
-from tests.grading import PASSED
+from tests.grading import PASSED, SKIPPED, VISIBILITIES, GradedTest
+
+OUTPUT_FORMATS = ("text", "html", "simple_format", "md", "ansi")
 
 
-def results_json(grade: Grade, visibility: str = "visible") -> dict:
-    """The results document: total score, summary output and every test's score and output."""
+def fenced(text: str) -> str:
+    """`text` as a Markdown code block that nothing inside it can close (student text included)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _test_entry(test: GradedTest) -> dict:
     return {
-        "score": grade.score,
-        "execution_time": round(grade.seconds, 1),
-        "output": grade.output,
-        "visibility": visibility,
-        "stdout_visibility": "hidden",
-        "tests": [
-            {
-                "name": test.name,
-                "number": test.number,
-                "score": test.earned,
-                "max_score": test.possible,
-                "status": "passed" if test.status == PASSED else "failed",
-                "output": test.output,
-                "visibility": visibility,
-            }
-            for test in grade.tests
-        ],
+        "name": test.name,
+        "number": test.number,
+        "score": test.earned,
+        "max_score": test.possible,
+        "status": "passed" if test.status == PASSED else "failed",
+        "output": test.output,
+        "output_format": "text",
+        "tags": [f"problem {test.problem}", "hidden" if test.hidden else "public"] + ["gpu"] * test.needs_cuda,
+        "visibility": test.visibility,
+        "extra_data": {"nodeid": test.nodeid},
     }
 
 
-def write_results(grade: Grade, out: Path) -> None:
-    """Write results.json to `out` via a temporary file and a rename: never half-written."""
+def results_json(grade: Grade, visibility: str = "visible") -> dict:
+    """The results document: total score, summary output and every gradable test's score and output."""
+    tests = [t for t in grade.tests if t.status != SKIPPED]
+    return {
+        "score": sum(t.earned for t in tests),
+        "execution_time": round(grade.seconds, 1),
+        "output": fenced(grade.output),
+        "output_format": "md",
+        "test_output_format": "text",
+        "visibility": visibility,
+        "stdout_visibility": "hidden",
+        "extra_data": {"max_score": sum(t.possible for t in tests), "protections": grade.protections},
+        "tests": [_test_entry(t) for t in tests],
+    }
+
+
+def failure_results(message: str, seconds: float = 0.0) -> dict:
+    """A results document for a grade that could not run at all: 0, and the reason."""
+    return {"score": 0.0, "execution_time": round(seconds, 1), "output": fenced(message), "output_format": "md",
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+
+
+def write_json_atomically(document: dict, out: Path) -> None:
+    """Write `document` to `out` via a temporary file in the same folder, flushed to disk, and a
+    rename: a reader sees the old file or the whole new one, never half of it."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=out.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}-", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(results_json(grade), stream, indent=2)
+            json.dump(document, stream, indent=2)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)
         os.replace(temporary, out)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def write_results(grade: Grade, out: Path) -> None:
+    """Write results.json for `grade` to `out`, atomically."""
+    write_json_atomically(results_json(grade), out)
+
+
+_NUMBER = (int, float)
+_TOP = {"score": _NUMBER, "execution_time": _NUMBER, "output": str, "output_format": str,
+        "test_output_format": str, "test_name_format": str, "visibility": str, "stdout_visibility": str,
+        "extra_data": dict, "tests": list, "leaderboard": list}
+_TEST = {"score": _NUMBER, "max_score": _NUMBER, "status": str, "name": str, "name_format": str, "number": str,
+         "output": str, "output_format": str, "tags": list, "visibility": str, "extra_data": dict}
+
+
+def validate_results(document: object) -> list[str]:
+    """What in `document` breaks Gradescope's documented results.json format; empty when it is valid."""
+    if not isinstance(document, dict):
+        return ["the document is not a JSON object"]
+    problems = []
+    for key, value in document.items():
+        if key not in _TOP:
+            problems.append(f"unknown top-level field {key!r}")
+        elif not isinstance(value, _TOP[key]) or isinstance(value, bool):
+            problems.append(f"{key} has type {type(value).__name__}")
+    if "score" not in document and not all("score" in t for t in document.get("tests", []) if isinstance(t, dict)):
+        problems.append("no score: neither a top-level score nor one on every test")
+    for key in ("output_format", "test_output_format", "test_name_format"):
+        if key in document and document[key] not in OUTPUT_FORMATS:
+            problems.append(f"{key} {document[key]!r} is not one of {OUTPUT_FORMATS}")
+    for key in ("visibility", "stdout_visibility"):
+        if key in document and document[key] not in VISIBILITIES:
+            problems.append(f"{key} {document[key]!r} is not one of {VISIBILITIES}")
+    for i, test in enumerate(document.get("tests", []) if isinstance(document.get("tests"), list) else []):
+        if not isinstance(test, dict):
+            problems.append(f"tests[{i}] is not an object")
+            continue
+        for key, value in test.items():
+            if key not in _TEST:
+                problems.append(f"tests[{i}]: unknown field {key!r}")
+            elif not isinstance(value, _TEST[key]) or isinstance(value, bool):
+                problems.append(f"tests[{i}].{key} has type {type(value).__name__}")
+        if test.get("status", "passed") not in ("passed", "failed"):
+            problems.append(f"tests[{i}].status {test['status']!r} is not passed or failed")
+        if test.get("visibility", "visible") not in VISIBILITIES:
+            problems.append(f"tests[{i}].visibility {test['visibility']!r} is not one of {VISIBILITIES}")
+        if test.get("output_format", "text") not in OUTPUT_FORMATS:
+            problems.append(f"tests[{i}].output_format {test['output_format']!r} is not one of {OUTPUT_FORMATS}")
+        if not all(isinstance(tag, str) for tag in test.get("tags", [])):
+            problems.append(f"tests[{i}].tags must be strings")
+        if isinstance(test.get("score"), _NUMBER) and isinstance(test.get("max_score"), _NUMBER) and \
+                not 0 <= test["score"] <= test["max_score"]:
+            problems.append(f"tests[{i}]: score {test['score']} outside [0, max_score {test['max_score']}]")
+    return problems

@@ -4,10 +4,16 @@ out, and where in the handout to read."""
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
+
+# The first check of a test of rejections: a function that raises for every input would pass the rest.
+VALID_FIRST = "a valid input first (raising for every input is not rejecting the bad ones)"
 
 
 def explain(what: str, *, inputs: Any, expected: Any, got: Any, see: str) -> str:
@@ -75,3 +81,21 @@ def check_raises(error: type[Exception], function: Callable[..., Any], *args: An
                                      got=f"{type(other).__name__}: {other}", see=see)) from other
     raise AssertionError(explain(what, inputs=args, expected=f"{error.__name__} raised",
                                  got=f"returned {returned!r}", see=see))
+
+
+def student_file_bytes(path: Path, limit: int = 256 << 20) -> bytes:
+    """The bytes of a file that student code wrote, read with care: a symbolic link is not followed,
+    a FIFO or device is not opened for reading, and at most `limit` bytes are read, since code under
+    test may have left anything under that name."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        raise AssertionError(f"{path} could not be opened as a regular file: {error}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise AssertionError(f"{path} is not a regular file of at most {limit} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit + 1)[:limit]
+    finally:
+        os.close(fd)

@@ -10,9 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from tests.grading import PointsPlugin, check_imports_resolve_inside
+from adapters._route import current_route
+from tests.grading import (
+    HIDDEN_VISIBILITY,
+    VISIBILITIES,
+    PointsPlugin,
+    check_imports_resolve_inside,
+)
 
 TESTS_ROOT = Path(__file__).resolve().parent
+HIDDEN_ROOT = TESTS_ROOT.parent / "staff" / "hidden"  # present only where the staff grade
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -22,22 +29,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write one JSON line per graded test and per result to PATH (used by `staff grade`)",
     )
+    parser.addoption(
+        "--hidden-visibility",
+        choices=VISIBILITIES,
+        default=HIDDEN_VISIBILITY,
+        help="when students may see a hidden test's result on Gradescope (default: %(default)s)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    check_imports_resolve_inside(TESTS_ROOT.parent)
+    here = ("cs336_basics", "adapters") if current_route().runs_here else ("adapters",)
+    check_imports_resolve_inside(TESTS_ROOT.parent, here)
     report = config.getoption("--grading-report")
     if report is not None:
         Path(report).write_text("")
-    config.pluginmanager.register(PointsPlugin(TESTS_ROOT, Path(report) if report else None), "points")
+    plugin = PointsPlugin(TESTS_ROOT, HIDDEN_ROOT if HIDDEN_ROOT.is_dir() else None, Path(report) if report else None,
+                          config.getoption("--hidden-visibility"))
+    config.pluginmanager.register(plugin, "points")
 
 
 @pytest.fixture(autouse=True)
 def seed_everything(request: pytest.FixtureRequest) -> int:
     """Seed torch, numpy and random from the test's id, so each test sees the same numbers every
-    run whatever ran before it. Returns the seed."""
+    run whatever ran before it, and tell the route, so student code run elsewhere is seeded too.
+    Returns the seed."""
     seed = zlib.crc32(request.node.nodeid.encode())
     torch.manual_seed(seed)
     np.random.seed(seed)
     random.seed(seed)
+    current_route().begin_test(request.node.nodeid, seed)
     return seed

@@ -1,40 +1,58 @@
 """Points for tests: the pytest plugin behind the per-problem table and the staff grader.
 
-Every test in this folder belongs to one problem (module marker `problem(N)`) and is worth some
-points (marker `points(P)`). A test earns its points only when it passes; a `cuda` test skipped for
-want of a GPU counts as 0 of 0. Any other skip or xfail counts as a failure: code under test cannot
-take points off the table by skipping.
+Every graded test belongs to one problem (module marker `problem(N)`) and is worth some points
+(marker `points(P)`). Graded tests are the public ones in this folder and, when the staff grade,
+the hidden ones. A test earns its points only when it passes; a `cuda` test skipped for want of a
+GPU counts as 0 of 0. Any other skip or xfail counts as a failure: code under test cannot take
+points off the table by skipping.
 
 With `--grading-report PATH` the plugin also writes one JSON object per line to PATH: a
 "collected" line per graded test when collection ends, then a "result" line as each test finishes,
 so a run that dies part-way still says which tests it reached.
+
+A failed test's output is built here from the exception, cheaply (the grader runs with --tb=no):
+the lines of the test files it failed in (public tests only), the message (input, expected, got,
+section) and the traceback of the student's own code. A hidden test never shows its source; a test
+whose visibility is "hidden" also keeps its expected values to itself.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import torch
 
-# Problem number -> (title, handout file).
-PROBLEMS: dict[int, tuple[str, str]] = {
-    1: ("Dtype memory", "handout/01_dtype_memory.md"),
-    2: ("Strides and views", "handout/02_strides.md"),
-    3: ("einops", "handout/03_einops.md"),
-    4: ("FLOPs and MFU", "handout/04_flops.md"),
-    5: ("Backward by hand", "handout/05_backward.md"),
-    6: ("Initialization", "handout/06_init.md"),
-    7: ("The model", "handout/07_model.md"),
-    8: ("AdaGrad", "handout/08_adagrad.md"),
-    9: ("Memmap data loader", "handout/09_data.md"),
-    10: ("Checkpoints and seeds", "handout/10_checkpoint.md"),
+
+class Problem(NamedTuple):
+    title: str
+    handout: str
+    hidden_points: int  # what the staff's hidden tests add when they grade (stated on each handout page)
+
+
+PROBLEMS: dict[int, Problem] = {
+    1: Problem("Dtype memory", "handout/01_dtype_memory.md", 12),
+    2: Problem("Strides and views", "handout/02_strides.md", 12),
+    3: Problem("einops", "handout/03_einops.md", 8),
+    4: Problem("FLOPs and MFU", "handout/04_flops.md", 8),
+    5: Problem("Backward by hand", "handout/05_backward.md", 6),
+    6: Problem("Initialization", "handout/06_init.md", 5),
+    7: Problem("The model", "handout/07_model.md", 6),
+    8: Problem("AdaGrad", "handout/08_adagrad.md", 8),
+    9: Problem("Memmap data loader", "handout/09_data.md", 8),
+    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 8),
 }
 NO_GPU_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
 MAX_OUTPUT_CHARS = 4000
+# Gradescope's visibilities: "hidden" (staff only), "after_due_date", "after_published", "visible".
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+PUBLIC_VISIBILITY, HIDDEN_VISIBILITY = "visible", "after_due_date"
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -47,6 +65,8 @@ class GradedTest:
     problem: int
     points: float
     needs_cuda: bool
+    hidden: bool = False
+    visibility: str = PUBLIC_VISIBILITY
     status: str | None = None  # None until the test has finished
     output: str = ""
 
@@ -59,35 +79,55 @@ class GradedTest:
         return 0.0 if self.status == SKIPPED else self.points
 
 
-def _graded(item: pytest.Item, tests_root: Path) -> bool:
-    return tests_root in Path(item.path).parents
+RECORD_FIELDS = ("nodeid", "name", "number", "problem", "points", "needs_cuda", "hidden", "visibility")
 
 
 @dataclass(eq=False)  # pluggy keeps plugins in sets, so identity hashing is needed
 class PointsPlugin:
     """Tracks graded tests through one pytest session."""
 
-    tests_root: Path
+    public_root: Path
+    hidden_root: Path | None
     report_path: Path | None
+    hidden_visibility: str = HIDDEN_VISIBILITY
     tests: dict[str, GradedTest] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)  # nodeid -> what a hidden test may say
 
     def _write(self, record: dict) -> None:
         if self.report_path is not None:
             with self.report_path.open("a", encoding="utf-8") as report:
                 report.write(json.dumps(record) + "\n")
 
+    def note(self, kind: str, value) -> None:
+        """Add a line of another kind to the grading report (the grader's notes about the run)."""
+        self._write({"kind": kind, "value": value})
+
+    def _hidden(self, item: pytest.Item) -> bool | None:
+        """False for a public test, True for a hidden one, None for a test that is not graded."""
+        path = Path(item.path)
+        if self.public_root in path.parents:
+            return False
+        if self.hidden_root is not None and self.hidden_root in path.parents:
+            return True
+        return None
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         problems_seen: dict[int, int] = {}
         for item in items:
-            if not _graded(item, self.tests_root):
+            hidden = self._hidden(item)
+            if hidden is None:
                 continue
             problem, points = item.get_closest_marker("problem"), item.get_closest_marker("points")
             if problem is None or points is None or problem.args[0] not in PROBLEMS:
                 raise pytest.UsageError(
-                    f"{item.nodeid}: every test under tests/ needs a problem(N) marker with N in "
+                    f"{item.nodeid}: every graded test needs a problem(N) marker with N in "
                     f"{sorted(PROBLEMS)} and a points(P) marker"
                 )
+            marked = item.get_closest_marker("visibility")
+            visibility = marked.args[0] if marked else self.hidden_visibility if hidden else PUBLIC_VISIBILITY
+            if visibility not in VISIBILITIES:
+                raise pytest.UsageError(f"{item.nodeid}: visibility {visibility!r} is not one of {VISIBILITIES}")
             number = problem.args[0]
             problems_seen[number] = problems_seen.get(number, 0) + 1
             self.tests[item.nodeid] = GradedTest(
@@ -97,16 +137,27 @@ class PointsPlugin:
                 problem=number,
                 points=float(points.args[0]),
                 needs_cuda=item.get_closest_marker("cuda") is not None,
+                hidden=hidden,
+                visibility=visibility,
             )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for test in self.tests.values():
-            self._write({"kind": "collected", **{k: v for k, v in vars(test).items() if k not in ("status", "output")}})
+            self._write({"kind": "collected", **{k: getattr(test, k) for k in RECORD_FIELDS}})
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if item.get_closest_marker("cuda") is not None and not torch.cuda.is_available():
             pytest.skip(NO_GPU_REASON)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        test = self.tests.get(item.nodeid)
+        if test is not None and call.excinfo is not None and report.failed:
+            roots = [self.public_root] if self.hidden_root is None else [self.public_root, self.hidden_root]
+            self.failures[item.nodeid] = failure_text(call.excinfo.value, test, roots)
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         test = self.tests.get(report.nodeid)
@@ -114,7 +165,11 @@ class PointsPlugin:
             return
         if report.failed:
             phase = "" if report.when == "call" else f" (during {report.when})"
-            test.status, test.output = FAILED, f"FAILED{phase}\n{report.longreprtext}"[:MAX_OUTPUT_CHARS]
+            text = self.failures.pop(report.nodeid, None)
+            if text is None:  # a failure pytest made up itself (a time-out, say)
+                crash = getattr(report.longrepr, "reprcrash", None)
+                text = crash.message if crash is not None else str(report.longrepr or "failed")
+            test.status, test.output = FAILED, f"FAILED{phase}\n{text}"[:MAX_OUTPUT_CHARS]
         elif report.skipped and test.status is None:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             if test.needs_cuda and NO_GPU_REASON in reason and not hasattr(report, "wasxfail"):
@@ -127,19 +182,45 @@ class PointsPlugin:
             test.status = test.status or FAILED
             self._write({"kind": "result", "nodeid": test.nodeid, "status": test.status, "output": test.output})
 
-    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # Printed last, after pytest's own summary, so a student never scrolls up to find it.
         finished = [t for t in self.tests.values() if t.status is not None]
-        if finished:
-            terminalreporter.section("points by problem")
-            for line in format_table(finished):
-                terminalreporter.write_line(line)
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if finished and reporter is not None:
+            reporter.write_sep("=", "points by problem")
+            for line in format_table(finished, hidden_shown=True):
+                reporter.write_line(line)
 
 
-def format_table(tests: list[GradedTest]) -> list[str]:
-    """The per-problem table: points earned / possible and the failed tests, one problem a line."""
+_EXPECTED_LINE = re.compile(r"^(\s*expected:).*$", re.MULTILINE)
+
+
+def failure_text(error: BaseException, test: GradedTest, roots: list[Path]) -> str:
+    """What a failed test says: for a public test, the lines of the test files it failed in; then the
+    exception's type and message (for a check, the input, expected, got and section) and any note on
+    it (the traceback of the student's own code, from the worker). A hidden test never shows its
+    source, and one whose visibility is "hidden" keeps its expected values to itself too."""
+    text = ""
+    if not test.hidden:
+        frames = [f for f in traceback.extract_tb(error.__traceback__)
+                  if any(root in Path(f.filename).parents for root in roots)]
+        text = "".join(traceback.format_list(frames))
+    text += "".join(traceback.format_exception_only(type(error), error)).rstrip()
+    if test.visibility == "hidden":
+        text = _EXPECTED_LINE.sub(r"\1 (not shown for this test)", text)
+    return text
+
+
+def format_table(tests: list[GradedTest], hidden_shown: bool = False) -> list[str]:
+    """The per-problem table: points earned / possible and the failed tests, one problem a line.
+
+    The hidden tests' points and names appear only with `hidden_shown`; otherwise a line says how
+    many points the hidden tests are worth (each problem's share is on its handout page).
+    """
+    shown = [t for t in tests if hidden_shown or not t.hidden]
     lines = [f"{'problem':<26}{'points':>15}   failed tests"]
-    for number, (title, handout) in PROBLEMS.items():
-        group = [t for t in tests if t.problem == number]
+    for number, problem in PROBLEMS.items():
+        group = [t for t in shown if t.problem == number]
         if not group:
             continue
         failed = [t for t in group if t.status not in (PASSED, SKIPPED)]
@@ -147,10 +228,13 @@ def format_table(tests: list[GradedTest]) -> list[str]:
         note = _failed_names(failed) if failed else "none"
         if skipped:
             note += f" ({skipped} skipped: no GPU)"
-        lines.append(f"{f'{number}. {title}':<26}{_points(group):>15}   {note}")
+        lines.append(f"{f'{number}. {problem.title}':<26}{_points(group):>15}   {note}")
         if failed:
-            lines.append(f"{'':<44}see {handout}")
-    lines.append(f"{'total':<26}{_points(tests):>15}")
+            lines.append(f"{'':<44}see {problem.handout}")
+    lines.append(f"{'total':<26}{_points(shown):>15}")
+    if not any(t.hidden for t in shown):
+        hidden = sum(p.hidden_points for p in PROBLEMS.values())
+        lines.append(f"(public tests only; the staff's hidden tests add {hidden} points when they grade)")
     return lines
 
 
@@ -169,13 +253,13 @@ def _points(tests: list[GradedTest]) -> str:
     return f"{sum(t.earned for t in tests):g} / {sum(t.possible for t in tests):g}"
 
 
-def check_imports_resolve_inside(root: Path) -> None:
-    """Refuse to run when `cs336_basics` or `adapters` would be imported from outside `root`.
+def check_imports_resolve_inside(root: Path, packages: tuple[str, ...] = ("cs336_basics", "adapters")) -> None:
+    """Refuse to run when one of `packages` would be imported from outside `root`.
 
     A grader copies a submission next to fresh tests; an installed copy elsewhere on sys.path
     must never be graded in its place.
     """
-    for package in ("cs336_basics", "adapters"):
+    for package in packages:
         spec = importlib.util.find_spec(package)
         origin = Path(spec.origin).resolve() if spec and spec.origin else None
         if origin is None or root.resolve() not in origin.parents:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from adapters import dtype_memory as A
-from tests.checks import check_equal, check_raises, explain, same_float
+from tests.checks import VALID_FIRST, check_equal, check_raises, explain, same_float
 
 pytestmark = pytest.mark.problem(1)
 SEE = "handout/01_dtype_memory.md"
@@ -67,8 +67,8 @@ def test_decode_float32_worked_example():
 def check_every_pattern(name: str, patterns: list[int], values: list[float]) -> None:
     """Decode each pattern and compare with the value PyTorch (or struct) reads from the same bits."""
     exponent_bits, mantissa_bits, finite_only = FLOAT_FORMATS[name]
-    for bits, value in zip(patterns, values, strict=True):
-        got = A.run_decode_float_bits(bits, exponent_bits, mantissa_bits, finite_only)
+    decoded = A.run_decode_float_bits_many(patterns, exponent_bits, mantissa_bits, finite_only)
+    for bits, value, got in zip(patterns, values, decoded, strict=True):
         if not same_float(got, value):
             raise AssertionError(explain(
                 f"{name} pattern {bits:#x} decoded wrong (checked against tensor.view({name}))",
@@ -172,6 +172,8 @@ def test_bytes_per_parameter():
 
 @pytest.mark.points(1)
 def test_bytes_per_parameter_rejects_unknown_names():
+    check_equal(A.run_bytes_per_parameter("adamw", "float32"), 16, inputs=("adamw", "float32"), see=f"{SEE} §1.5",
+                what=VALID_FIRST)
     for optimizer, precision in [("adam8bit", "float32"), ("adamw", "float64"), ("SGD", "float32"),
                                  ("adamw", "BF16_MIXED")]:
         check_raises(ValueError, A.run_bytes_per_parameter, optimizer, precision,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from adapters import einops_ops as A
-from tests.checks import check_equal, check_raises, check_tensor, describe
+from adapters._instrument import FlopCounterMode
+from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, describe
 
 pytestmark = pytest.mark.problem(3)
 SEE = "handout/03_einops.md"
@@ -33,7 +33,8 @@ def test_split_and_merge_heads(leading, heads, head_dim):
     expected = x.reshape(*leading, heads, head_dim)  # head h holds x[..., h*head_dim : (h+1)*head_dim]
     inputs = f"x={describe(x)}, num_heads={heads}"
     check_tensor(A.run_split_heads(x, heads), expected, what="split_heads", inputs=inputs, see=f"{SEE} §3.2")
-    check_tensor(A.run_merge_heads(expected), x, what="merge_heads", inputs=f"x={describe(expected)}", see=f"{SEE} §3.2")
+    check_tensor(A.run_merge_heads(expected), x, what="merge_heads", inputs=f"x={describe(expected)}",
+                 see=f"{SEE} §3.2")
 
 
 @pytest.mark.points(2)
@@ -91,6 +92,8 @@ def test_einsum_flops_agree_with_torch_flop_counter():
 
 @pytest.mark.points(1)
 def test_einsum_flops_rejects_inconsistent_shapes():
+    check_equal(A.run_einsum_flops("i j, j k -> i k", [2, 3], [3, 5]), 60, inputs="'i j, j k -> i k', (2, 3), (3, 5)",
+                see=f"{SEE} §3.5", what=VALID_FIRST)
     for pattern, shape_a, shape_b in [("i j, j k -> i k", (2, 3), (4, 5)), ("i j, j k -> i k", (2, 3, 1), (3, 5))]:
         check_raises(ValueError, A.run_einsum_flops, pattern, list(shape_a), list(shape_b),
                      what="a dimension with two sizes, or a shape of the wrong length", see=f"{SEE} §3.5")

@@ -26,7 +26,8 @@ def test_linear_weight_is_stored_in_out_and_initialized():
     params = A.run_linear_init(d_in, d_out)
     inputs = f"Linear({d_in}, {d_out})"
     check_equal({name: (tuple(p.shape), p.dtype, p.requires_grad) for name, p in params.items()},
-                {"weight": ((d_in, d_out), torch.float32, True)}, what="parameters by name: (shape, dtype, requires_grad)",
+                {"weight": ((d_in, d_out), torch.float32, True)},
+                what="parameters by name: (shape, dtype, requires_grad)",
                 inputs=inputs, see=f"{SEE} §7.1")
     std, w = 1 / math.sqrt(d_in), params["weight"].double()
     # 2,100 draws: the sample std of a +-3 std truncated normal lands within 8% of 0.9866 * std at 5 standard errors.

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from adapters import data as A
-from tests.checks import check_equal, check_raises, check_tensor, explain
+from adapters._instrument import resident_bytes
+from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain
 
 pytestmark = pytest.mark.problem(9)
 SEE = "handout/09_data.md"
@@ -42,6 +43,9 @@ def test_open_tokens_maps_the_raw_file(tmp_path, dtype, low, high):
 
 @pytest.mark.points(1)
 def test_open_tokens_rejects_a_wrong_size_or_a_float_dtype(tmp_path):
+    good = write_tokens(tmp_path / "good.bin", np.arange(8, dtype=np.int32))
+    check_equal(A.run_open_tokens(good, "int32")["tokens"].tolist(), list(range(8)), inputs="8 int32 tokens",
+                see=f"{SEE} §9.1", what=VALID_FIRST)
     odd = tmp_path / "odd.bin"
     odd.write_bytes(bytes(7))
     check_raises(ValueError, A.run_open_tokens, str(odd), "int32", see=f"{SEE} §9.1",
@@ -120,6 +124,8 @@ def test_get_batch_with_exactly_one_window():
 @pytest.mark.points(1)
 def test_get_batch_rejects_bad_input():
     tokens = np.arange(10, dtype=np.uint16)
+    check_equal(tuple(A.run_get_batch(tokens, 2, 4)["inputs"].shape), (2, 4), inputs="10 tokens, batch_size=2, "
+                "context_length=4", see=f"{SEE} §9.2", what=VALID_FIRST)
     for args, what in [((tokens, 2, 10), "10 tokens cannot fill a window of context_length + 1 = 11"),
                        ((tokens, 0, 4), "batch_size 0"), ((tokens, 2, 0), "context_length 0"),
                        ((tokens, -1, 4), "a negative batch_size"),
@@ -134,14 +140,15 @@ def test_get_batch_reads_only_the_sampled_windows(tmp_path, seed_everything):
     with open(path, "wb") as f:
         f.truncate(512 * 2**20)  # a sparse 512 MiB file of int32 zeros: no disk used, nothing cached yet
     got = A.run_get_batch_from_file(str(path), "int32", 2, 256, seed_everything)
+    bytes_read = resident_bytes(path)
     inputs = "a 512 MiB int32 token file, batch_size=2, context_length=256"
     check_equal(tuple(got["inputs"].shape), (2, 256), what="inputs shape", inputs=inputs, see=f"{SEE} §9.3")
     # Two windows are 2 KiB; the operating system reads ahead around each (here up to 8 MiB), so
     # allow a quarter of the file. Reading the whole file reads all of it.
-    limit = got["file_bytes"] // 4
-    assert got["bytes_read"] <= limit, explain(
+    limit = path.stat().st_size // 4
+    assert bytes_read <= limit, explain(
         "bytes of the file read (page cache) by open_tokens + get_batch", inputs=inputs,
-        expected=f"at most {limit} (a quarter of the file)", got=got["bytes_read"], see=f"{SEE} §9.3")
+        expected=f"at most {limit} (a quarter of the file)", got=bytes_read, see=f"{SEE} §9.3")
 
 
 @pytest.mark.cuda

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from adapters import checkpoint as A
-from tests.checks import check_equal, explain
+from tests.checks import check_equal, explain, student_file_bytes
 
 pytestmark = pytest.mark.problem(10)
 SEE = "handout/10_checkpoint.md"
@@ -77,7 +77,7 @@ def test_save_then_load_a_path(tmp_path):
     elsewhere = [src for src, _ in renames if Path(src).resolve().parent != tmp_path.resolve()]
     assert not elsewhere, explain("the temporary file renamed onto the checkpoint must be in the same folder",
                                   inputs=inputs, expected=f"a file in {tmp_path}", got=elsewhere, see=f"{SEE} §10.3")
-    loaded = torch.load(path, weights_only=True)
+    loaded = torch.load(io.BytesIO(student_file_bytes(path)), weights_only=True)
     assert isinstance(loaded, dict), explain("torch.load(path, weights_only=True) of the checkpoint", inputs=inputs,
                                              expected="a dict", got=type(loaded).__name__, see=f"{SEE} §10.1")
     got = A.run_load_checkpoint(str(path), DIMS)
@@ -123,7 +123,7 @@ def test_a_save_that_fails_part_way_leaves_the_previous_checkpoint(tmp_path):
     model, optimizer = trained(1)
     path = tmp_path / "checkpoint.pt"
     A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 1, str(path))
-    before = path.read_bytes()
+    before = student_file_bytes(path)
     train(model, optimizer, range(1, 2))
     raised = None
     try:
@@ -133,7 +133,7 @@ def test_a_save_that_fails_part_way_leaves_the_previous_checkpoint(tmp_path):
     inputs = "save at iteration 1, then a save at iteration 2 whose optimizer state cannot be pickled"
     assert raised is not None, explain("the failing save", inputs=inputs, expected="an exception", got="returned",
                                        see=f"{SEE} §10.3")
-    assert path.read_bytes() == before, explain("the checkpoint file after a failed save", inputs=inputs,
+    assert student_file_bytes(path) == before, explain("the checkpoint file after a failed save", inputs=inputs,
                                                 expected="the iteration-1 checkpoint, unchanged",
                                                 got="different bytes (write to a temporary file, then rename it)",
                                                 see=f"{SEE} §10.3")
@@ -175,6 +175,13 @@ def write_bad_file(path: Path, kind: str) -> None:
 @pytest.mark.points(1)
 @pytest.mark.parametrize("kind", BAD_FILES)
 def test_loading_a_bad_file_raises_value_error_and_changes_nothing(tmp_path, kind):
+    good = tmp_path / "good.pt"
+    model, optimizer = trained(1)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": 1}, good)
+    first = A.run_load_checkpoint(str(good), DIMS)
+    check_equal((first["iteration"], repr(first["raised"]) if first["raised"] else None), (1, None),
+                inputs="a good checkpoint saved with torch.save", see=f"{SEE} §10.1",
+                what="(iteration, error) for a good file first (raising for every file is not rejecting the bad ones)")
     path = tmp_path / "bad.pt"
     write_bad_file(path, kind)
     start_model, start_optimizer = trained(1)

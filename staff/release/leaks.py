@@ -18,6 +18,7 @@ from staff.markers import find_blocks
 MIN_CHARS = 10  # shorter lines (`else:`, `return x`) say nothing, and would match by chance
 QUOTED_CHARS = 24  # a solution line this long is caught even inside a longer line
 PUBLIC_CODE = ("adapters", "tests")  # shipped as they are, like the package outside the markers
+PUBLIC_SCRIPTS = ("make_submission.sh",)  # shipped as they are too: a shebang is no secret
 _TEST_NAME = re.compile(r"^\s*(?:async\s+)?def\s+(test_\w+)", re.MULTILINE)
 _IMPORT = re.compile(r"^(?:import\w|from[\w.]+import)")
 
@@ -69,6 +70,7 @@ def find_leaks(source: Path, release: Path) -> list[str]:
     """Every place in `release` that repeats a secret of `source`, as "file:line: what"."""
     solution, public = _solution_lines(source)
     staff, staff_tests = _staff_lines(source)
+    public += [line for name in PUBLIC_SCRIPTS for line in (source / name).read_text(encoding="utf-8").splitlines()]
     public += [line for folder in PUBLIC_CODE for path in _files(source / folder) if path.suffix == ".py"
                for line in path.read_text(encoding="utf-8").splitlines()]
     public_text = "\n".join(squeeze(line) for line in public)

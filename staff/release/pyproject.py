@@ -20,6 +20,7 @@ EDITS: list[tuple[str, str, str | None]] = [
     ("dependency-groups", STAFF, None),
     ("tool.uv", "default-groups", None),
     ("tool.hatch.build.targets.wheel", "packages", STAFF),
+    ("tool.pytest.ini_options", "testpaths", "staff/hidden"),
     ("tool.pytest.ini_options", "testpaths", "staff/tests"),
 ]
 _HEADER = re.compile(r"^\s*\[([^\[\]]+)\]\s*(?:#.*)?$")

@@ -11,13 +11,13 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from staff.grade import read_report
-from staff.grade import collect_only, grade
+from staff.grade import collect_only, grade, read_report
 from staff.release.proc import ReleaseError, run, uv
 from tests.grading import FAILED, NO_GPU_REASON, SKIPPED, GradedTest
 
 REPORT = ".release-check.jsonl"
 _PROGRESS = re.compile(r"^[.FEsxX]+\s*(\[\s*\d+%\])?\s*$")
+_SUMMARY = re.compile(r"\b\d+ (?:failed|passed|skipped|errors?|deselected)\b.* in [\d.]+s\b")  # pytest's last count
 
 
 def install(release: Path) -> None:
@@ -53,7 +53,7 @@ def run_public_tests(release: Path, source: Path) -> list[str]:
     report = release / REPORT
     output = run([uv(), "run", "--locked", "pytest", "-q", "--tb=line", "--color=no", "--grading-report", str(report)],
                  release, what="public tests of the release", ok=(0, 1), show=_progress_and_table())
-    tests, _ = read_report(report)
+    tests = read_report(report).tests
     report.unlink(missing_ok=True)
     return judge_public_run(output, list(tests.values()), expected)
 
@@ -64,9 +64,9 @@ def judge_public_run(output: str, tests: list[GradedTest], expected: set[str]) -
     if not tests:
         return ["the release's pytest reported no graded test (did collection fail?)"]
     problems = []
-    last = output.strip().splitlines()[-1] if output.strip() else ""
-    if re.search(r"\b\d+ errors?\b", last):
-        problems.append(f"pytest reported errors (collection or fixtures): {last}")
+    summary = next((line for line in reversed(output.strip().splitlines()) if _SUMMARY.search(line)), "")
+    if re.search(r"\b\d+ errors?\b", summary):
+        problems.append(f"pytest reported errors (collection or fixtures): {summary.strip()}")
     collected = {t.nodeid for t in tests}
     problems += [f"{nodeid}: collected in this tree but not in the release" for nodeid in sorted(expected - collected)]
     problems += [f"{nodeid}: collected in the release but not in this tree" for nodeid in sorted(collected - expected)]
@@ -75,6 +75,9 @@ def judge_public_run(output: str, tests: list[GradedTest], expected: set[str]) -
     full = sum(t.possible for t in tests)
     if full <= 0 or not re.search(rf"^total\s+0 / {full:g}\s*$", output, re.MULTILINE):
         problems.append(f"the points table does not end with 'total 0 / {full:g}'")
+    last = output.strip().splitlines()[-1] if output.strip() else ""
+    if not last.startswith(("total", "(public tests only")):
+        problems.append(f"the points table is not the last thing printed; the last line is {last!r}")
     return problems
 
 

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
+from adapters._instrument import FlopCounterMode
 from staff import figures
 from staff.cli import main
 from staff.grade import REPO_ROOT

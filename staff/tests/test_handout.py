@@ -1,4 +1,5 @@
-"""The handout agrees with the tests: points per problem, section references, and no leaked answers."""
+"""The handout agrees with the tests: points per problem (public, hidden, GPU), section references,
+and no leaked answers."""
 
 from __future__ import annotations
 
@@ -11,35 +12,53 @@ from staff.markers import find_blocks
 from tests.grading import PROBLEMS
 
 HANDOUT = REPO_ROOT / "handout"
-HEADING = re.compile(r"^# Problem (\d+): (.+) \((\d+) points\)$", re.MULTILINE)
+HEADING = re.compile(r"^# Problem (\d+): (.+) \((\d+) points \+ (\d+) hidden\)$", re.MULTILINE)
+SUITES = {"public": REPO_ROOT / "tests", "hidden": REPO_ROOT / "staff" / "hidden"}
 
 
 @pytest.fixture(scope="module")
 def tests():
-    return collect_only(REPO_ROOT)
+    return collect_only(REPO_ROOT, hidden=True)
+
+
+def points(tests, number: int, *, hidden: bool, cuda: bool = False) -> float:
+    return sum(t.points for t in tests if t.problem == number and t.hidden == hidden and t.needs_cuda == cuda)
 
 
 def test_each_problem_heading_states_the_points_its_tests_carry(tests):
-    for number, (title, handout) in PROBLEMS.items():
-        text = (REPO_ROOT / handout).read_text()
+    for number, problem in PROBLEMS.items():
+        text = (REPO_ROOT / problem.handout).read_text()
         match = HEADING.search(text)
-        assert match, f"{handout}: no heading '# Problem {number}: {title} (P points)'"
-        cpu_points = sum(t.points for t in tests if t.problem == number and not t.needs_cuda)
-        assert (int(match.group(1)), match.group(2), int(match.group(3))) == (number, title, cpu_points)
+        assert match, f"{problem.handout}: no heading '# Problem {number}: {problem.title} (P points + H hidden)'"
+        stated = (int(match.group(1)), match.group(2), int(match.group(3)), int(match.group(4)))
+        assert stated == (number, problem.title, points(tests, number, hidden=False),
+                          points(tests, number, hidden=True)), problem.handout
+
+
+def test_the_hidden_points_in_the_points_plugin_match_the_hidden_suite(tests):
+    for number, problem in PROBLEMS.items():
+        assert points(tests, number, hidden=True) == problem.hidden_points, \
+            f"problem {number}: tests/grading.py says {problem.hidden_points} hidden points, the hidden suite has " \
+            f"{points(tests, number, hidden=True)}"
+        assert points(tests, number, hidden=True, cuda=True) == 0, "a GPU test belongs to the public suite"
 
 
 def test_summary_total_matches_the_tests(tests):
-    total = sum(t.points for t in tests if not t.needs_cuda)
-    assert re.search(rf"\*\*{total:g}\*\*|\b{total:g} points\b", (HANDOUT / "README.md").read_text())
+    total = sum(t.points for t in tests if not t.needs_cuda and not t.hidden)
+    hidden = sum(t.points for t in tests if t.hidden)
+    summary = (HANDOUT / "README.md").read_text()
+    assert re.search(rf"\| \*\*Total\*\* \| \*\*{total:g}\*\*.*\| \*\*{hidden:g}\*\* \|", summary)
 
 
 def test_every_section_a_test_points_to_exists():
-    for test_file in sorted((REPO_ROOT / "tests").glob("test_*.py")):
-        source = test_file.read_text()
-        handout = re.search(r'SEE = "(handout/[^"]+)"', source).group(1)
-        text = (REPO_ROOT / handout).read_text()
-        for section in sorted(set(re.findall(r"§(\d+\.\d+)", source))):
-            assert re.search(rf"^## {re.escape(section)} ", text, re.MULTILINE), f"{handout} lacks section {section}"
+    for suite in SUITES.values():
+        for test_file in sorted(suite.glob("test_*.py")):
+            source = test_file.read_text()
+            handout = re.search(r'SEE = "(handout/[^"]+)"', source).group(1)
+            text = (REPO_ROOT / handout).read_text()
+            for section in sorted(set(re.findall(r"§(\d+\.\d+)", source))):
+                assert re.search(rf"^## {re.escape(section)} ", text, re.MULTILINE), \
+                    f"{test_file.name} cites {handout} §{section}, which does not exist"
 
 
 def test_handout_quotes_no_solution_line():
@@ -56,17 +75,21 @@ def test_handout_quotes_no_solution_line():
 
 def test_summary_table_rows_match_the_problem_headings(tests):
     summary = (HANDOUT / "README.md").read_text()
-    for number, (title, _) in PROBLEMS.items():
-        cpu = sum(t.points for t in tests if t.problem == number and not t.needs_cuda)
-        gpu = sum(t.points for t in tests if t.problem == number and t.needs_cuda)
+    for number, problem in PROBLEMS.items():
+        cpu, gpu = points(tests, number, hidden=False), points(tests, number, hidden=False, cuda=True)
         extra = rf" \(\+ {gpu:g} on GPU\)" if gpu else ""
-        row = rf"^\| {number}\. {re.escape(title)} \| {cpu:g}{extra} \|"
-        assert re.search(row, summary, re.MULTILINE), f"handout/README.md: no row '| {number}. {title} | {cpu:g}...'"
+        row = rf"^\| {number}\. {re.escape(problem.title)} \| {cpu:g}{extra} \| {problem.hidden_points:g} \|"
+        assert re.search(row, summary, re.MULTILINE), \
+            f"handout/README.md: no row '| {number}. {problem.title} | {cpu:g}... | {problem.hidden_points} |'"
 
 
-def test_each_page_lists_exactly_its_tests(tests):
-    for number, (_, handout) in PROBLEMS.items():
-        listed = set(re.findall(r"^\| `(test_\w+)`", (REPO_ROOT / handout).read_text(), re.MULTILINE))
-        collected = {t.name.split("[", 1)[0] for t in tests if t.problem == number}
-        assert listed == collected, f"{handout}: Tests table lists {sorted(listed - collected)} that do not exist " \
-                                    f"and misses {sorted(collected - listed)}"
+def test_each_page_lists_exactly_its_public_tests_and_no_hidden_one(tests):
+    for number, problem in PROBLEMS.items():
+        text = (REPO_ROOT / problem.handout).read_text()
+        listed = set(re.findall(r"^\| `(test_\w+)`", text, re.MULTILINE))
+        public = {t.name.split("[", 1)[0] for t in tests if t.problem == number and not t.hidden}
+        hidden = {t.name.split("[", 1)[0] for t in tests if t.problem == number and t.hidden}
+        assert listed == public, f"{problem.handout}: Tests table lists {sorted(listed - public)} that do not exist " \
+                                 f"and misses {sorted(public - listed)}"
+        named = sorted(name for name in hidden if name in text)
+        assert not named, f"{problem.handout} names hidden tests: {named}"

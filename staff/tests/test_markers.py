@@ -36,7 +36,8 @@ PROVIDED = {"exponent_bias"}
 def test_every_public_function_with_a_body_has_a_solution_block():
     for module in MODULES:
         tree = ast.parse(module.read_text())
-        functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+        functions = {node.name for node in tree.body
+                     if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
         solved = {block.function for block in find_blocks(module.read_text(), module)}
         missing = functions - solved - PROVIDED
         assert not missing, f"{module.name}: no solution markers in {sorted(missing)}; the reference would ship"

@@ -1,0 +1,64 @@
+"""Where an adapter's body runs: here (students' `uv run pytest`), or in a worker process (grading).
+
+Every `run_*` adapter is wrapped with `@routed`. By default the body runs in this process on
+copies of its arguments made by `adapters._codec`, and its result is copied back the same way, so
+a test sees exactly what it would see if the body ran elsewhere: plain data, fresh objects, student
+code unable to reach the test's own tensors. A grader installs another route (`set_route`) that
+sends each call to a worker process; the tests do not change.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from adapters import _codec
+
+
+class Route(Protocol):
+    runs_here: bool  # whether student code is imported into this process
+
+    def call(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Run the adapter body `function` with these arguments somewhere; its result, as plain data."""
+
+    def begin_test(self, nodeid: str, seed: int) -> None:
+        """A test starts: code it calls should see random number generators seeded with `seed`."""
+
+
+class InProcess:
+    """Run adapter bodies here, on copies. Exceptions raised by student code propagate unchanged,
+    with their full traceback, for easy debugging."""
+
+    runs_here = True
+
+    def call(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        args, kwargs = _codec.copy((args, kwargs))
+        return _codec.copy(function(*args, **kwargs))
+
+    def begin_test(self, nodeid: str, seed: int) -> None:
+        """Nothing to do: the test's own seeding of this process's generators applies."""
+
+
+_route: Route = InProcess()
+
+
+def set_route(route: Route) -> None:
+    """Send every later adapter call through `route`."""
+    global _route
+    _route = route
+
+
+def current_route() -> Route:
+    return _route
+
+
+def routed(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark an adapter: its body runs wherever the current route says. `adapter.body` is the body."""
+
+    @functools.wraps(function)
+    def adapter(*args: Any, **kwargs: Any) -> Any:
+        return _route.call(function, args, kwargs)
+
+    adapter.body = function
+    return adapter

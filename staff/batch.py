@@ -1,0 +1,288 @@
+"""`staff grade --batch DIR`: grade a folder of submissions in parallel, resumably, into a gradebook.
+
+DIR holds one folder or zip per student, or is Gradescope's "Export Submissions" download: folders
+`submission_<id>/` and a `submission_metadata.yml` naming each folder's submitters. Every
+submission's results.json goes to OUT/<name>/results.json, written atomically, so a batch that is
+killed loses nothing finished and leaves nothing half-written; running the same command again
+grades only what is missing (or everything, with --force). OUT also gets grades.csv, summary.md
+and charts (PNG).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from staff.gradescope import failure_results, validate_results, write_json_atomically
+from tests.grading import PROBLEMS
+
+METADATA = "submission_metadata.yml"
+RESULTS, RESULTS_GPU = "results.json", "results-gpu.json"
+
+
+class BatchError(Exception):
+    """The batch folder cannot be read; the message says why."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    key: str  # the folder or zip name (without .zip): unique in the batch, names its output folder
+    path: Path
+    student_id: str
+    name: str = ""
+    email: str = ""
+
+
+def _submitters(entry: object) -> tuple[str, str, str]:
+    """(ids, names, emails) of a Gradescope metadata entry, ';'-joined for group submissions."""
+    people = entry.get(":submitters", []) if isinstance(entry, dict) else []
+    people = [p for p in people if isinstance(p, dict)] if isinstance(people, list) else []
+    join = lambda key: ";".join(str(p.get(key, "")) for p in people)  # noqa: E731
+    return join(":sid"), join(":name"), join(":email")
+
+
+def find_submissions(folder: Path) -> list[Submission]:
+    """The submissions in `folder`, sorted by name.
+
+    Raises:
+        BatchError: `folder` is not a folder, or its Gradescope metadata cannot be read.
+    """
+    if not folder.is_dir():
+        raise BatchError(f"{folder} is not a folder; expected one folder or zip per submission")
+    metadata_path = folder / METADATA
+    if metadata_path.is_file():
+        import yaml
+
+        try:
+            metadata = yaml.safe_load(metadata_path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as error:
+            raise BatchError(f"{metadata_path} is not readable YAML: {error}") from error
+        if not isinstance(metadata, dict):
+            raise BatchError(f"{metadata_path} should map submission folders to their submitters")
+        found = []
+        for key, entry in metadata.items():
+            if not isinstance(key, str) or "/" in key or key.startswith("."):
+                continue
+            ids, names, emails = _submitters(entry)
+            found.append(Submission(key, folder / key, ids or key, names, emails))
+        return sorted(found, key=lambda s: s.key)
+    found = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or not (path.is_dir() or path.suffix == ".zip"):
+            continue
+        key = path.name.removesuffix(".zip")
+        found.append(Submission(key, path, key))
+    if len({s.key for s in found}) != len(found):
+        raise BatchError(f"{folder} holds both a folder and a zip of the same name")
+    return found
+
+
+def finished(out: Path) -> bool:
+    """Whether `out` holds a complete results.json (as written atomically by an earlier run)."""
+    try:
+        document = json.loads((out / RESULTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return not validate_results(document)
+
+
+def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object]) -> None:
+    """Grade one submission into `out` (results.json and meta.json). A failure of the grader itself
+    becomes a results file scoring 0 with the reason, so the batch goes on."""
+    from staff.gradescope import results_json
+
+    started = time.monotonic()
+    try:
+        result = grader(submission.path)
+        document = results_json(result)
+        error = ""
+        if result.output.startswith("Your submission could not be loaded"):
+            reason = [line.strip() for line in result.output.split("\n\n")[0].splitlines()[1:] if line.strip()]
+            error = f"could not be loaded: {reason[-1] if reason else 'no reason given'}"
+        elif result.output.startswith("The test run stopped early"):
+            error = result.output.splitlines()[0]
+    except Exception as failure:  # noqa: BLE001 - one broken grade must not stop the batch
+        error = f"the grader failed: {type(failure).__name__}: {failure}"
+        document = failure_results(f"{error}\n\n{traceback.format_exc()[-3000:]}", time.monotonic() - started)
+    seconds = time.monotonic() - started
+    write_json_atomically({"student_id": submission.student_id, "name": submission.name, "email": submission.email,
+                           "submission": submission.key, "seconds": round(seconds, 2), "error": error},
+                          out / "meta.json")
+    write_json_atomically(document, out / RESULTS)  # last: its presence marks the submission done
+
+
+@dataclass
+class Row:
+    submission: Submission
+    points: dict[tuple[int, str], float]  # (problem, "public" / "hidden" / "gpu") -> points earned
+    possible: dict[tuple[int, str], float]
+    failed: list[tuple[int, str]]  # (problem, test name) of each failed test
+    seconds: float
+    error: str
+
+    @property
+    def total(self) -> float:
+        return sum(self.points.values())
+
+    @property
+    def max_total(self) -> float:
+        return sum(self.possible.values())
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def load_row(out: Path, submission: Submission) -> Row:
+    """One submission's line of the gradebook, from what grade_one (and a GPU grade) wrote."""
+    points: dict[tuple[int, str], float] = {}
+    possible: dict[tuple[int, str], float] = {}
+    failed = []
+    for name, default_part in ((RESULTS, None), (RESULTS_GPU, "gpu")):
+        for test in _read(out / name).get("tests", []):
+            tags = test.get("tags", [])
+            problem = next((int(t.split()[1]) for t in tags if t.startswith("problem ")), 0)
+            part = default_part or ("gpu" if "gpu" in tags else "hidden" if "hidden" in tags else "public")
+            points[problem, part] = points.get((problem, part), 0.0) + float(test.get("score", 0))
+            possible[problem, part] = possible.get((problem, part), 0.0) + float(test.get("max_score", 0))
+            if test.get("status") == "failed":
+                failed.append((problem, str(test.get("name", "?")).split("[", 1)[0]))
+    meta = _read(out / "meta.json")
+    return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")))
+
+
+PARTS = ("public", "hidden", "gpu")
+
+
+def write_csv(rows: list[Row], path: Path) -> None:
+    """grades.csv: who, per-problem points by part, totals, wall time and error; one row per submission."""
+    parts = [p for p in PARTS if any(key[1] == p for row in rows for key in row.possible)]
+    header = ["student_id", "name", "email", "submission"]
+    header += [f"p{n}_{part}" for n in PROBLEMS for part in parts]
+    header += [*parts, "total", "max_total", "wall_s", "error"]
+    temporary = path.with_name(f".{path.name}.tmp")
+    with temporary.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for row in rows:
+            s = row.submission
+            writer.writerow([s.student_id, s.name, s.email, s.key]
+                            + [f"{row.points.get((n, part), 0.0):g}" for n in PROBLEMS for part in parts]
+                            + [f"{sum(v for k, v in row.points.items() if k[1] == part):g}" for part in parts]
+                            + [f"{row.total:g}", f"{row.max_total:g}", f"{row.seconds:.1f}", row.error])
+    os.replace(temporary, path)
+
+
+def summarize(rows: list[Row]) -> tuple[list[str], list[tuple[str, int]]]:
+    """(lines of the per-problem table, the most-failed tests with how many submissions failed each)."""
+    lines = [f"{'problem':<26}{'mean':>8}{'median':>8}{'max':>6}{'full marks':>12}", "-" * 60]
+    for number, problem in PROBLEMS.items():
+        earned = [sum(v for k, v in r.points.items() if k[0] == number) for r in rows]
+        top = max((sum(v for k, v in r.possible.items() if k[0] == number) for r in rows), default=0.0)
+        full = sum(e >= top > 0 for e in earned) / len(rows) if rows else 0.0
+        mean = statistics.fmean(earned) if earned else 0.0
+        median = statistics.median(earned) if earned else 0.0
+        lines.append(f"{f'{number}. {problem.title}':<26}{mean:>8.1f}{median:>8.1f}{top:>6g}{full:>11.0%}")
+    totals = [r.total for r in rows]
+    if totals:
+        lines.append(f"{'total':<26}{statistics.fmean(totals):>8.1f}{statistics.median(totals):>8.1f}"
+                     f"{max(r.max_total for r in rows):>6g}")
+    counts = Counter(f"{problem}. {name}" for r in rows for problem, name in set(r.failed))
+    return lines, counts.most_common(10)
+
+
+def draw_charts(rows: list[Row], most_failed: list[tuple[str, int]], folder: Path) -> list[Path]:
+    """PNG charts: the score histogram, each problem's share of points earned, the most-failed tests."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    figure, axes = plt.subplots(figsize=(7, 4))
+    axes.hist([r.total for r in rows], bins=20, color="#4477aa")
+    axes.set(xlabel="total points", ylabel="submissions", title=f"Scores of {len(rows)} submissions")
+    paths.append(folder / "score_histogram.png")
+    figure.savefig(paths[-1], dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    figure, axes = plt.subplots(figsize=(7, 4))
+    shares = []
+    for number in PROBLEMS:
+        earned = sum(v for r in rows for k, v in r.points.items() if k[0] == number)
+        possible = sum(v for r in rows for k, v in r.possible.items() if k[0] == number)
+        shares.append(earned / possible if possible else 0.0)
+    axes.bar([str(n) for n in PROBLEMS], shares, color="#228833")
+    axes.set(xlabel="problem", ylabel="share of points earned", ylim=(0, 1), title="Points earned per problem")
+    paths.append(folder / "problem_pass_rates.png")
+    figure.savefig(paths[-1], dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    figure, axes = plt.subplots(figsize=(8, 0.4 * max(len(most_failed), 1) + 1))
+    names = [name for name, _ in most_failed][::-1]
+    axes.barh(names, [count for _, count in most_failed][::-1], color="#cc6677")
+    axes.set(xlabel="submissions failing it", title="Most-failed tests")
+    paths.append(folder / "most_failed_tests.png")
+    figure.savefig(paths[-1], dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return paths
+
+
+def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str], list[Path]]:
+    """grades.csv, summary.md and charts from every finished submission under `out`; the summary's
+    lines and the files written."""
+    rows = [load_row(out / s.key, s) for s in submissions if finished(out / s.key)]
+    write_csv(rows, out / "grades.csv")
+    table, most_failed = summarize(rows)
+    lines = [f"{len(rows)} of {len(submissions)} submissions graded", "", *table, "",
+             "most-failed tests (submissions failing them):"]
+    lines += [f"  {count:>4}  {name}" for name, count in most_failed] or ["  none"]
+    errors = [r for r in rows if r.error]
+    if errors:
+        lines += ["", f"{len(errors)} submission(s) with an error:"] + [f"  {r.submission.key}: {r.error}"
+                                                                         for r in errors[:20]]
+    (out / "summary.md").write_text("# Batch summary\n\n```text\n" + "\n".join(lines) + "\n```\n", encoding="utf-8")
+    charts = draw_charts(rows, most_failed, out / "charts") if rows else []
+    return lines, [out / "grades.csv", out / "summary.md", *charts]
+
+
+def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs: int, force: bool = False,
+                progress: bool = True) -> tuple[list[str], list[Path]]:
+    """Grade every submission of `folder` not yet finished in `out` (all of them with `force`),
+    `jobs` at a time, then write the gradebook; its summary lines and files.
+
+    Raises:
+        BatchError: `folder` cannot be read, or `out` is inside it.
+    """
+    submissions = find_submissions(folder)
+    out = out.resolve()
+    if folder.resolve() == out or folder.resolve() in out.parents:
+        raise BatchError(f"{out} is inside the batch folder {folder}; choose another output folder")
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*/.*.tmp"):  # what an earlier batch, stopped mid-write, left half-written
+        stale.unlink()
+    todo = [s for s in submissions if force or not finished(out / s.key)]
+    lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+            tqdm(total=len(submissions), initial=len(submissions) - len(todo), unit="submission", desc="batch",
+                 disable=not progress, mininterval=0.5 if os.isatty(2) else 15) as bar:
+        futures = [pool.submit(grade_one, s, out / s.key, grader) for s in todo]
+        for future in as_completed(futures):
+            future.result()
+            with lock:
+                bar.update(1)
+    return write_gradebook(submissions, out)

@@ -1,0 +1,25 @@
+"""The hidden suites: the public suites' fixtures (seeding, the worker's tmp_path) and hypothesis settings.
+
+Property tests run derandomized (the same examples every run, for every submission), with no
+example database (nothing is remembered between runs), no per-example deadline (a loaded machine
+must not fail correct code) and no "explain" phase (it would print lines of the hidden tests).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, settings
+
+from tests.conftest import seed_everything  # noqa: F401 - a fixture, registered by being imported here
+
+settings.register_profile(
+    "grading",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=100,
+    print_blob=False,
+    phases=(Phase.explicit, Phase.generate, Phase.shrink),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                           HealthCheck.data_too_large],
+)
+settings.load_profile("grading")

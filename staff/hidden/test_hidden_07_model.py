@@ -1,0 +1,106 @@
+"""Hidden tests, Problem 7: a 1-D input, any number of leading dimensions, a Cruncher with no hidden
+layer, gradients reaching every weight, and parameters that are frozen or shared. Expected values
+are matmul chains and autograd gradients computed here; counts are closed forms.
+
+PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters import model as A
+from tests.checks import check_equal, check_tensor, describe, explain
+
+pytestmark = pytest.mark.problem(7)
+SEE = "handout/07_model.md"
+FLOAT32 = dict(atol=1e-4, rtol=1e-4)
+
+
+def names_and_shapes(dim: int, num_layers: int) -> dict[str, tuple[int, ...]]:
+    return {**{f"layers.{i}.weight": (dim, dim) for i in range(num_layers)}, "final.weight": (dim, 1)}
+
+
+def chain(state: dict[str, torch.Tensor], num_layers: int, x: torch.Tensor) -> torch.Tensor:
+    for i in range(num_layers):
+        x = x @ state[f"layers.{i}.weight"]
+    return (x @ state["final.weight"])[..., 0]
+
+
+@pytest.mark.points(1)
+@given(st.integers(1, 6), st.integers(1, 6), st.lists(st.integers(1, 3), max_size=3))
+def test_linear_applies_to_any_leading_dimensions(d_in, d_out, leading):
+    weight, x = torch.randn(d_in, d_out), torch.randn(*leading, d_in)
+    check_tensor(A.run_linear(d_in, d_out, weight, x), x @ weight, **FLOAT32, what="Linear(x) = x @ weight",
+                 inputs=f"weight {describe(weight)}, x {describe(x)}", see=f"{SEE} §7.1")
+
+
+@pytest.mark.points(1)
+def test_linear_parameters_of_other_shapes():
+    for d_in, d_out in [(1, 5), (64, 1), (17, 33)]:
+        params = A.run_linear_init(d_in, d_out)
+        inputs = f"Linear({d_in}, {d_out})"
+        check_equal({n: (tuple(p.shape), p.dtype, p.requires_grad) for n, p in params.items()},
+                    {"weight": ((d_in, d_out), torch.float32, True)}, inputs=inputs, see=f"{SEE} §7.1",
+                    what="parameters by name: (shape, dtype, requires_grad)")
+        largest = params["weight"].abs().max().item()
+        assert largest <= 3 / math.sqrt(d_in) * (1 + 1e-6), explain(
+            "Linear's weight: truncated at 3 standard deviations of 1/sqrt(d_in)", inputs=inputs,
+            expected=f"|w| <= {3 / math.sqrt(d_in):.4f}", got=f"max |w| = {largest:.4f}", see=f"{SEE} §7.1")
+
+
+@pytest.mark.points(1)
+def test_cruncher_with_no_hidden_layer():
+    dim = 5
+    got = A.run_cruncher_init(dim, 0)
+    check_equal({n: tuple(p.shape) for n, p in got["parameters"].items()}, {"final.weight": (dim, 1)},
+                what="parameter names and shapes", inputs="Cruncher(5, 0)", see=f"{SEE} §7.2")
+    state = {"final.weight": torch.randn(dim, 1)}
+    x = torch.randn(3, dim)
+    check_tensor(A.run_cruncher(dim, 0, state, x), chain(state, 0, x), **FLOAT32, what="Cruncher(5, 0): the "
+                 "final layer alone", inputs=f"x {describe(x)}", see=f"{SEE} §7.2")
+
+
+@pytest.mark.points(1)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(0, 4))
+def test_cruncher_forward_of_any_size(batch, dim, num_layers):
+    state = {name: torch.randn(shape) / math.sqrt(dim) for name, shape in names_and_shapes(dim, num_layers).items()}
+    x = torch.randn(batch, dim)
+    check_tensor(A.run_cruncher(dim, num_layers, state, x), chain(state, num_layers, x), **FLOAT32,
+                 what="Cruncher output: the layers in order, then the final layer, one number per example",
+                 inputs=f"Cruncher({dim}, {num_layers}), x {describe(x)}", see=f"{SEE} §7.2")
+
+
+@pytest.mark.points(1)
+def test_cruncher_gradients_reach_every_weight():
+    dim, num_layers = 4, 3
+    state = {name: torch.randn(shape) for name, shape in names_and_shapes(dim, num_layers).items()}
+    x = torch.randn(5, dim)
+    leaves = {name: t.clone().requires_grad_() for name, t in state.items()}
+    chain(leaves, num_layers, x).sum().backward()
+    got = A.run_cruncher_gradients(dim, num_layers, state, x)
+    check_equal(sorted(got), sorted(state), what="parameters by name", inputs="Cruncher(4, 3)", see=f"{SEE} §7.2")
+    for name, leaf in leaves.items():
+        assert got[name] is not None, explain(f"the gradient of {name}", inputs="Cruncher(4, 3), loss = sum of outputs",
+                                              expected="a tensor", got="None (is the weight an nn.Parameter, used "
+                                              "in forward?)", see=f"{SEE} §7.2")
+        check_tensor(got[name], leaf.grad, **FLOAT32, what=f"gradient of {name} (autograd of the matmul chain)",
+                     inputs="Cruncher(4, 3), loss = sum of outputs", see=f"{SEE} §7.2")
+
+
+@pytest.mark.points(1)
+def test_num_parameters_counts_frozen_and_shared_parameters_once_each():
+    cases = [
+        ([(3, 4), (4, 5)], True, dict(frozen=True), 3 * 4 + 4 + 4 * 5 + 5, "the first layer frozen"),
+        ([(4, 4), (4, 4), (4, 4)], True, dict(tied=True), 16 + 3 * 4, "three layers sharing one weight"),
+        ([(6, 6), (6, 6)], False, dict(tied=True, frozen=True), 36, "two frozen layers sharing one weight"),
+    ]
+    for sizes, bias, options, expected, what in cases:
+        check_equal(A.run_num_parameters(sizes, bias, False, **options), expected,
+                    what="num_parameters: every parameter, frozen ones too, a shared one once",
+                    inputs=f"nn.Sequential of nn.Linear{sizes}, bias={bias}, {what}", see=f"{SEE} §7.3")

@@ -1,0 +1,103 @@
+"""Hidden tests, Problem 8: resuming after every step, three parameters in two groups with missing
+gradients, float32 parameters, a zero learning rate, the state's shape and dtype, and the
+accounting at the edges. Expected values come from the lecture's rule written out here.
+
+PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from adapters import optimizer as A
+from tests.checks import check_equal, check_tensor, explain
+from tests.test_08_adagrad import adagrad_by_hand
+
+pytestmark = pytest.mark.problem(8)
+SEE = "handout/08_adagrad.md"
+FLOAT64 = dict(atol=1e-12, rtol=1e-10)
+SHAPES = [(2, 3), (4,), (1, 1, 2)]
+
+
+def run(steps: int, dtype=torch.float64):
+    params = [torch.randn(s, dtype=dtype) for s in SHAPES]
+    grads = [[torch.randn(s, dtype=dtype) * 10.0 ** torch.randint(-3, 2, s) for s in SHAPES] for _ in range(steps)]
+    return params, grads
+
+
+@pytest.mark.points(2)
+def test_resuming_after_any_step_is_bit_identical():
+    params, grads = run(5)
+    straight = A.run_adagrad(params, grads, lr=0.2)["params"]
+    for k in range(6):
+        first = A.run_adagrad(params, grads[:k], lr=0.2)
+        resumed = A.run_adagrad(first["params"], grads[k:], lr=0.2, state_dict=first["state_dict"])
+        inputs = f"5 steps straight, against {k} steps, state_dict(), a new AdaGrad, load_state_dict(), {5 - k} more"
+        for i, (a, b) in enumerate(zip(resumed["params"], straight)):
+            assert torch.equal(a, b), explain(f"parameter {i} after resuming: bit-identical to the straight run",
+                                              inputs=inputs, expected=b, got=a, see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_two_groups_with_missing_gradients():
+    params, grads = run(4)
+    grads[0][2] = None
+    grads[1][0] = None
+    grads[3][1] = None
+    got = A.run_adagrad(params, grads, groups=[{"params": [2, 0], "lr": 0.5}, {"params": [1]}], lr=0.03)
+    expected = adagrad_by_hand(params, grads, [0.5, 0.03, 0.5])[0]
+    inputs = "groups [{params: [p2, p0], lr: 0.5}, {params: [p1]}], AdaGrad(groups, lr=0.03); some gradients None"
+    for i, (g, e) in enumerate(zip(got["params"], expected)):
+        check_tensor(g, e, **FLOAT64, what=f"parameter {i} after 4 steps", inputs=inputs, see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_float32_parameters():
+    params, grads = run(3, torch.float32)
+    got = A.run_adagrad(params, grads, lr=0.1)
+    expected = adagrad_by_hand([p.double() for p in params], [[g.double() for g in step] for step in grads],
+                               [0.1] * 3)[0]
+    for i, (g, e) in enumerate(zip(got["params"], expected)):
+        check_tensor(g, e.float(), atol=1e-6, rtol=1e-5, what=f"float32 parameter {i} after 3 steps",
+                     inputs="float32 parameters and gradients, lr=0.1", see=f"{SEE} §8.1")
+
+
+@pytest.mark.points(1)
+def test_zero_learning_rate_changes_nothing_but_the_state():
+    params, grads = run(2)
+    got = A.run_adagrad(params, grads, lr=0.0)
+    inputs = "AdaGrad(params, lr=0.0), 2 steps"
+    for i, (g, p) in enumerate(zip(got["params"], params)):
+        check_tensor(g, p, what=f"parameter {i} with lr 0", inputs=inputs, see=f"{SEE} §8.1")
+    for i in range(len(SHAPES)):
+        check_tensor(got["state_dict"]["state"][i]["g2"], grads[0][i] ** 2 + grads[1][i] ** 2, **FLOAT64,
+                     what=f"g2 of parameter {i}", inputs=inputs, see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_state_is_shaped_and_typed_like_its_parameter():
+    for dtype in (torch.float32, torch.float64):
+        params, grads = run(1, dtype)
+        state = A.run_adagrad(params, grads, lr=0.1)["state_dict"]["state"]
+        for i, p in enumerate(params):
+            g2 = state[i]["g2"]
+            check_equal((tuple(g2.shape), g2.dtype), (tuple(p.shape), p.dtype), what=f"g2 of parameter {i}: "
+                        "(shape, dtype) like the parameter", inputs=f"{dtype} parameters", see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_training_step_memory_at_the_edges():
+    for B, D, L, size in [(1, 1, 0, 4), (3, 7, 0, 2), (1, 1, 1, 1), (5, 100, 10, 8)]:
+        P = D * D * L + D
+        expected = {"parameters": P * size, "activations": B * D * L * size, "gradients": P * size,
+                    "optimizer_state": P * size, "total": (3 * P + B * D * L) * size}
+        check_equal(A.run_training_step_memory(B, D, L, size), expected, what="bytes of one AdaGrad step",
+                    inputs=f"batch_size={B}, dim={D}, num_layers={L}, bytes_per_value={size}", see=f"{SEE} §8.3")
+
+
+@pytest.mark.points(1)
+def test_training_step_flops_is_exact():
+    for B, P in [(2**20 + 1, 10**15 + 7), (3, 0)]:
+        check_equal(A.run_training_step_flops(B, P), 6 * B * P, what="FLOPs of one training step (6 * B * P, exact)",
+                    inputs=f"batch_size={B}, num_parameters={P}", see=f"{SEE} §8.3")

@@ -1,0 +1,126 @@
+"""Hidden tests, Problem 9: more token dtypes, dtypes that are not token dtypes, the first and last
+valid start, token values that only fit in 64 bits, tiny and exact sizes, and reading a uint16 file
+sparsely. Token files are written here with numpy's tofile(); expected windows are read back from
+the arrays written.
+
+PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from adapters import data as A
+from adapters._instrument import resident_bytes
+from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain
+
+pytestmark = pytest.mark.problem(9)
+SEE = "handout/09_data.md"
+
+
+def write(path, tokens: np.ndarray) -> str:
+    tokens.tofile(path)
+    return str(path)
+
+
+def check_windows(got: dict, tokens: np.ndarray, batch_size: int, context_length: int, inputs: str) -> list[int]:
+    """Both tensors int64 (batch_size, context_length); each row a window of `tokens` (values all
+    different) and its targets the window shifted by one. Returns the start of each row."""
+    for name in ("inputs", "targets"):
+        tensor = got[name]
+        check_equal((type(tensor).__name__, tuple(tensor.shape), tensor.dtype),
+                    ("Tensor", (batch_size, context_length), torch.int64), what=f"{name}: (type, shape, dtype)",
+                    inputs=inputs, see=f"{SEE} §9.2")
+    where = {int(v): i for i, v in enumerate(tokens.astype(np.int64))}
+    starts = [where.get(int(row[0]), -1) for row in got["inputs"]]
+    every = torch.from_numpy(tokens.astype(np.int64))
+    for row, start in enumerate(starts):
+        valid = 0 <= start <= len(tokens) - context_length - 1
+        window = every[start : start + context_length + 1] if valid else None
+        ok = valid and torch.equal(got["inputs"][row], window[:-1]) and torch.equal(got["targets"][row], window[1:])
+        assert ok, explain(f"row {row}: a window of consecutive tokens and the same window shifted by one",
+                           inputs=inputs, expected="inputs = data[s : s + L], targets = data[s + 1 : s + L + 1]",
+                           got=f"inputs {got['inputs'][row].tolist()}, targets {got['targets'][row].tolist()}",
+                           see=f"{SEE} §9.2")
+    return starts
+
+
+@pytest.mark.points(1)
+def test_open_tokens_of_more_integer_dtypes(tmp_path):
+    for dtype in ["int8", "uint8", "int64", "uint32", "<u2"]:
+        info = np.iinfo(np.dtype(dtype))
+        tokens = np.random.randint(info.min, info.max, size=257, dtype=np.int64).astype(dtype)
+        got = A.run_open_tokens(write(tmp_path / f"tokens-{np.dtype(dtype).name}.bin", tokens), dtype)
+        inputs = f"257 {np.dtype(dtype).name} tokens, dtype given as {dtype!r}"
+        check_equal((got["is_memmap"], got["writeable"], got["dtype"]), (True, False, np.dtype(dtype).name),
+                    what="(is an np.memmap, writeable, dtype)", inputs=inputs, see=f"{SEE} §9.1")
+        assert np.array_equal(got["tokens"], tokens), explain("the tokens read back", inputs=inputs,
+                                                             expected=tokens[:6], got=got["tokens"][:6],
+                                                             see=f"{SEE} §9.1")
+
+
+@pytest.mark.points(1)
+def test_open_tokens_rejects_dtypes_that_are_not_integers(tmp_path):
+    path = write(tmp_path / "tokens.bin", np.zeros(16, dtype=np.uint8))
+    check_equal(A.run_open_tokens(path, "uint8")["tokens"].tolist(), [0] * 16, inputs="16 uint8 tokens",
+                see=f"{SEE} §9.1", what=VALID_FIRST)
+    for dtype in ["bool", "float16", "complex64", "float64"]:
+        check_raises(ValueError, A.run_open_tokens, path, dtype, see=f"{SEE} §9.1",
+                     what=f"{dtype} is not an integer token dtype")
+
+
+@pytest.mark.points(1)
+def test_get_batch_draws_the_first_and_the_last_valid_start(seed_everything):
+    context_length = 5
+    tokens = np.arange(100, 100 + context_length + 2, dtype=np.int32)  # starts 0 and 1 are valid
+    got = A.run_get_batch(tokens, 256, context_length, "cpu", seed_everything)
+    inputs = "7 tokens, context_length=5: only starts 0 and 1 are valid; 256 windows"
+    starts = check_windows(got, tokens, 256, context_length, inputs)
+    check_equal(sorted(set(starts)), [0, 1], what="starts drawn (both valid starts, each with probability 1/2)",
+                inputs=inputs, see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(1)
+def test_get_batch_keeps_every_token_value(seed_everything):
+    for dtype, low in [("uint16", 2**16 - 60), ("uint32", 2**32 - 60), ("int8", -60)]:
+        tokens = np.arange(low, low + 50, dtype=np.int64).astype(dtype)
+        got = A.run_get_batch(tokens, 6, 9, "cpu", seed_everything)
+        check_windows(got, tokens, 6, 9, f"50 {dtype} tokens from {low} up: values that need 64 bits, or are "
+                      "negative")
+
+
+@pytest.mark.points(1)
+def test_get_batch_of_one_window_of_the_whole_data(seed_everything):
+    tokens = np.arange(10, 30, dtype=np.uint16)
+    got = A.run_get_batch(tokens, 1, 19, "cpu", seed_everything)
+    inputs = "20 tokens, batch_size=1, context_length=19: one window of every token"
+    check_tensor(got["inputs"], torch.arange(10, 29)[None], what="inputs", inputs=inputs, see=f"{SEE} §9.2")
+    check_tensor(got["targets"], torch.arange(11, 30)[None], what="targets", inputs=inputs, see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(1)
+def test_get_batch_rejects_more_bad_input():
+    check_equal(tuple(A.run_get_batch(np.arange(3, dtype=np.int32), 5, 2)["inputs"].shape), (5, 2),
+                inputs="3 tokens, batch_size=5, context_length=2", see=f"{SEE} §9.2", what=VALID_FIRST)
+    for args, what in [((np.array(5, dtype=np.int32), 1, 1), "0-d data is not a token stream"),
+                       ((np.arange(1, dtype=np.int32), 1, 1), "1 token cannot fill a window of 2"),
+                       ((np.arange(20, dtype=np.int32), 2, -3), "a negative context_length"),
+                       ((np.arange(20, dtype=np.float64), 1, 2), "float64 data is not tokens"),
+                       ((np.arange(20).reshape(20, 1), 1, 2), "a (20, 1) array is not a 1-D token stream")]:
+        check_raises(ValueError, A.run_get_batch, *args, what=what, see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(2)
+def test_get_batch_reads_a_uint16_file_sparsely(tmp_path, seed_everything):
+    path = tmp_path / "large.bin"
+    with open(path, "wb") as f:
+        f.truncate(512 * 2**20)  # 256 Mi uint16 tokens, a sparse file: nothing cached yet
+    got = A.run_get_batch_from_file(str(path), "uint16", 8, 512, seed_everything)
+    read = resident_bytes(path)
+    inputs = "a 512 MiB uint16 token file, batch_size=8, context_length=512"
+    check_equal(tuple(got["inputs"].shape), (8, 512), what="inputs shape", inputs=inputs, see=f"{SEE} §9.3")
+    limit = path.stat().st_size // 4
+    assert read <= limit, explain("bytes of the file read (page cache) by open_tokens + get_batch", inputs=inputs,
+                                  expected=f"at most {limit} (a quarter of the file)", got=read, see=f"{SEE} §9.3")

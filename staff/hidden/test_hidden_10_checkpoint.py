@@ -1,0 +1,135 @@
+"""Hidden tests, Problem 10: iterations of any size, pathlib paths, saving over an old checkpoint,
+what the file holds, extra entries, a tensor of the wrong shape, a checkpoint that reaches the disk
+before it replaces the old one, and seeds that match each library's own seeding. Training runs use
+torch's own model and AdamW, as in the public tests.
+
+PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from adapters import checkpoint as A
+from tests.checks import check_equal, explain, student_file_bytes
+from tests.test_10_checkpoint import DIMS, check_same_states, trained
+
+pytestmark = pytest.mark.problem(10)
+SEE = "handout/10_checkpoint.md"
+
+
+def states(model, optimizer) -> tuple[dict, dict]:
+    return model.state_dict(), optimizer.state_dict()
+
+
+@pytest.mark.points(1)
+def test_iterations_of_any_size_round_trip(tmp_path):
+    model, optimizer = trained(1)
+    for iteration in (0, 1, 2**40 + 3):
+        path = tmp_path / f"at-{iteration}.pt"
+        A.run_save_checkpoint(DIMS, *states(model, optimizer), iteration, str(path))
+        got = A.run_load_checkpoint(str(path), DIMS)
+        check_equal((got["iteration"], repr(got["raised"]) if got["raised"] else None), (iteration, None),
+                    what="(iteration loaded back, error)", inputs=f"saved at iteration {iteration}", see=f"{SEE} §10.1")
+
+
+@pytest.mark.points(1)
+def test_pathlib_paths_are_paths(tmp_path):
+    model, optimizer = trained(2)
+    path = tmp_path / "checkpoint.pt"
+    A.run_save_checkpoint(DIMS, *states(model, optimizer), 2, str(path), as_path_object=True)
+    got = A.run_load_checkpoint(str(path), DIMS, as_path_object=True)
+    inputs = "save_checkpoint(..., pathlib.Path(...)), then load_checkpoint(pathlib.Path(...), ...)"
+    assert got["raised"] is None, explain("load_checkpoint of a pathlib.Path", inputs=inputs, expected="no error",
+                                          got=repr(got["raised"]), see=f"{SEE} §10.1")
+    check_equal(got["iteration"], 2, what="the iteration", inputs=inputs, see=f"{SEE} §10.1")
+    check_same_states(got, model, optimizer, what="after loading", inputs=inputs, section="§10.1")
+
+
+@pytest.mark.points(1)
+def test_saving_over_an_old_checkpoint_replaces_it_and_leaves_one_file(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    A.run_save_checkpoint(DIMS, *states(*trained(1)), 1, str(path))
+    model, optimizer = trained(3)
+    A.run_save_checkpoint(DIMS, *states(model, optimizer), 3, str(path))
+    inputs = "a save at iteration 1, then one at iteration 3 to the same path"
+    check_equal(sorted(p.name for p in tmp_path.iterdir()), ["checkpoint.pt"], inputs=inputs, see=f"{SEE} §10.3",
+                what="files in the folder after two saves (no temporary file left behind)")
+    got = A.run_load_checkpoint(str(path), DIMS)
+    check_equal(got["iteration"], 3, what="the iteration of the newer checkpoint", inputs=inputs, see=f"{SEE} §10.3")
+    check_same_states(got, model, optimizer, what="after loading the newer checkpoint", inputs=inputs,
+                      section="§10.3")
+
+
+@pytest.mark.points(1)
+def test_the_file_holds_the_three_entries(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    A.run_save_checkpoint(DIMS, *states(*trained(2)), 2, str(path))
+    loaded = torch.load(io.BytesIO(student_file_bytes(path)), weights_only=True)
+    inputs = "torch.load(checkpoint, weights_only=True) of a save at iteration 2"
+    check_equal((type(loaded).__name__, sorted(loaded) if isinstance(loaded, dict) else None),
+                ("dict", ["iteration", "model", "optimizer"]), what="(type, keys) of what the file holds",
+                inputs=inputs, see=f"{SEE} §10.1")
+    check_equal((type(loaded["iteration"]).__name__, loaded["iteration"]), ("int", 2),
+                what="the iteration entry (a Python int)", inputs=inputs, see=f"{SEE} §10.1")
+
+
+@pytest.mark.points(1)
+def test_a_checkpoint_with_extra_entries_still_loads(tmp_path):
+    model, optimizer = trained(2)
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": 2,
+                "notes": "lr schedule step 2", "loss": torch.tensor(0.25)}, path)
+    got = A.run_load_checkpoint(str(path), DIMS)
+    inputs = "a checkpoint holding model, optimizer, iteration, and two more entries"
+    assert got["raised"] is None, explain("load_checkpoint", inputs=inputs, expected="no error (extra entries are "
+                                          "fine)", got=repr(got["raised"]), see=f"{SEE} §10.1")
+    check_same_states(got, model, optimizer, what="after loading", inputs=inputs, section="§10.1")
+
+
+@pytest.mark.points(1)
+def test_a_tensor_of_the_wrong_shape_changes_nothing(tmp_path):
+    model, optimizer = trained(2)
+    bad_model = dict(model.state_dict())
+    bad_model["0.weight"] = torch.zeros(17, DIMS[0])
+    path = tmp_path / "bad.pt"
+    torch.save({"model": bad_model, "optimizer": optimizer.state_dict(), "iteration": 2}, path)
+    good = tmp_path / "good.pt"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": 2}, good)
+    first = A.run_load_checkpoint(str(good), DIMS)
+    check_equal((first["iteration"], repr(first["raised"]) if first["raised"] else None), (2, None),
+                inputs="a good checkpoint saved with torch.save", see=f"{SEE} §10.1",
+                what="(iteration, error) for a good file first (raising for every file is not rejecting the bad ones)")
+    start_model, start_optimizer = trained(1)
+    got = A.run_load_checkpoint(str(path), DIMS, *states(start_model, start_optimizer))
+    inputs = "a checkpoint whose optimizer state fits but whose first weight is (17, 6), into a model after 1 step"
+    assert isinstance(got["raised"], ValueError), explain("loading it", inputs=inputs, expected="ValueError",
+                                                          got=repr(got["raised"]), see=f"{SEE} §10.3")
+    check_same_states(got, start_model, start_optimizer, what="after the failed load (the optimizer too, whatever "
+                      "was loaded first)", inputs=inputs, section="§10.3")
+
+
+@pytest.mark.points(1)
+def test_the_checkpoint_reaches_the_disk_before_it_replaces_the_old_one(tmp_path):
+    got = A.run_save_checkpoint(DIMS, *states(*trained(1)), 1, str(tmp_path / "checkpoint.pt"))
+    check_equal(got["synced"], True, what="the temporary file flushed to disk (os.fsync) before the rename; "
+                "otherwise a power cut can leave an empty file under the checkpoint's name",
+                inputs="save_checkpoint to a path", see=f"{SEE} §10.3")
+
+
+@pytest.mark.points(1)
+def test_set_seed_matches_each_library_s_own_seeding():
+    for seed in (0, 12345, 2**32 - 1):
+        got = A.run_set_seed_then_draw(seed, 3)
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        random.seed(seed)
+        expected = {"torch": torch.rand(3).tolist(), "numpy": np.random.rand(3).tolist(),
+                    "random": [random.random() for _ in range(3)]}
+        check_equal(got, expected, what="draws after set_seed(seed): each library seeded with the seed itself",
+                    inputs=f"seed={seed}", see=f"{SEE} §10.4")

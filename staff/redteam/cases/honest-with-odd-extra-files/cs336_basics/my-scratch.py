@@ -1,0 +1,1 @@
+print(undefined_name)

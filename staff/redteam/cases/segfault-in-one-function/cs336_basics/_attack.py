@@ -1,0 +1,5 @@
+import ctypes
+
+
+def attack(args):
+    ctypes.string_at(0)

@@ -1,0 +1,240 @@
+"""The red team: hostile submissions, each with the grade it must get, built from the cases folder.
+
+Each case is a folder under `cases/` with a `case.toml`:
+
+    description   what the submission tries
+    honest        the problems whose modules are the reference's (a list, or "all"); the rest are stubs
+    lose          the honest problems the attack may cost points (it must cost some); every other honest
+                  problem must keep all its points, and every problem not honest must score 0
+    message       text the results must contain (the clear message the attack ends in)
+    no_leak       the results may not contain a line of the hidden tests
+    survivors     no process whose command line starts with this may be left after grading
+    marker        this file must not exist after grading (a payload that ran outside the worker)
+    requires      a sandbox protection the case needs to be graded safely; skipped without it
+    upload        how the upload is built: "folder" (default), or a builder named in UPLOADS
+
+    attack_in     functions ("module.function", "module.Class.method", or "*" for every one) that
+                  call `attack(locals())` from the case's `cs336_basics/_attack.py` before their own body
+    returns       those functions return what attack returns instead of running their body
+
+and files to lay over the base: `cs336_basics/*.py` replace or add modules (the `_attack.py` above).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import tomllib
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from staff import samples
+from staff.markers import find_blocks, stub_source
+
+CASES = Path(__file__).resolve().parent / "cases"
+MODULES = {1: "dtype_memory", 2: "strides", 3: "einops_ops", 4: "flops", 5: "backward", 6: "init", 7: "model",
+           8: "optimizer", 9: "data", 10: "checkpoint"}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    description: str
+    honest: tuple[int, ...] = ()
+    lose: tuple[int, ...] = ()
+    message: str | None = None
+    no_leak: bool = False
+    survivors: str | None = None
+    marker: str | None = None
+    requires: str | None = None
+    upload: str = "folder"
+    attack_in: tuple[str, ...] = ()
+    returns: bool = False
+    folder: Path = field(default=Path(), compare=False)
+
+
+def load_cases() -> list[Case]:
+    """Every case of the corpus, sorted by name.
+
+    Raises:
+        ValueError: a case.toml that is missing, unreadable or inconsistent, named.
+    """
+    cases = []
+    for folder in sorted(p for p in CASES.iterdir() if p.is_dir()):
+        try:
+            spec = tomllib.loads((folder / "case.toml").read_text(encoding="utf-8"))
+            if spec.get("honest") == "all":
+                spec["honest"] = list(MODULES)
+            case = Case(name=folder.name, folder=folder,
+                        **{k: tuple(v) if k in ("honest", "lose", "attack_in") else v for k, v in spec.items()})
+        except (OSError, tomllib.TOMLDecodeError, TypeError) as error:
+            raise ValueError(f"{folder / 'case.toml'}: {error}") from error
+        if not set(case.lose) <= set(case.honest) <= set(MODULES):
+            raise ValueError(f"{folder / 'case.toml'}: 'honest' must be problems of {sorted(MODULES)} (or \"all\"), "
+                             f"and 'lose' some of them")
+        if case.upload != "folder" and case.upload not in UPLOADS:
+            raise ValueError(f"{folder / 'case.toml'}: unknown upload {case.upload!r}; known: {sorted(UPLOADS)}")
+        cases.append(case)
+    return cases
+
+
+def _with_attacks(text: str, module: str, case: Case) -> str:
+    """The module's reference text with the case's attack call put before each chosen solution block."""
+    lines = text.splitlines(keepends=True)
+    chosen = [b for b in find_blocks(text, module)
+              if "*" in case.attack_in or f"{module}.{b.qualname}" in case.attack_in]
+    call = "return attack(locals())" if case.returns else "attack(locals())"
+    for block in sorted(chosen, key=lambda b: b.begin, reverse=True):
+        lines[block.begin:block.begin] = [f"{block.indent}from cs336_basics._attack import attack\n",
+                                          f"{block.indent}{call}\n"]
+    return "".join(lines)
+
+
+def _package(case: Case, dest: Path) -> Path:
+    """`dest`/cs336_basics: the case's base, with its attack calls put in and its files laid over."""
+    package = samples.reference(dest)
+    honest = {MODULES[n] for n in case.honest}
+    for path in package.glob("*.py"):
+        text = _with_attacks(path.read_text(encoding="utf-8"), path.stem, case)
+        path.write_text(text if path.stem in honest else stub_source(text, path), encoding="utf-8")
+    overlay = case.folder / "cs336_basics"
+    if overlay.is_dir():
+        for path in overlay.rglob("*"):
+            if path.is_file():
+                target = package / path.relative_to(overlay)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+    return package
+
+
+def build(case: Case, dest: Path) -> Path:
+    """Make the case's upload inside the empty folder `dest`; the path to grade (a folder or a zip)."""
+    if case.upload == "folder":
+        _package(case, dest / case.name)
+        return dest / case.name
+    return UPLOADS[case.upload](case, dest)
+
+
+# -- uploads that a folder of files cannot express --------------------------------------------------
+
+
+def _symlink(case: Case, dest: Path) -> Path:
+    package = samples.stubs(dest / case.name)
+    (package / "strides.py").unlink()
+    os.symlink(samples.REPO_ROOT / "cs336_basics" / "strides.py", package / "strides.py")
+    return dest / case.name
+
+
+def _hard_link(case: Case, dest: Path) -> Path:
+    package = samples.stubs(dest / case.name)
+    solved = samples.reference(dest / "elsewhere")  # a copy: linking the tree's own files would change them
+    for module in ("strides.py", "flops.py"):
+        (package / module).unlink()
+        os.link(solved / module, package / module)
+    return dest / case.name
+
+
+def _zip_of_stubs(dest: Path, name: str, extra: dict[str, str]) -> Path:
+    folder = dest / "unzipped"
+    samples.stubs(folder)
+    return samples.zip_folder(folder, dest / f"{name}.zip", extra=extra)
+
+
+def _zip_slip(case: Case, dest: Path) -> Path:
+    return _zip_of_stubs(dest, case.name, {"cs336_basics/../../escape.py": "print('out')",
+                                           "/cs336_basics/abs.py": "print('abs')"})
+
+
+def _zip_bomb(case: Case, dest: Path) -> Path:
+    archive = _zip_of_stubs(dest, case.name, {})
+    with zipfile.ZipFile(archive, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("cs336_basics/zeros.bin", "w", force_zip64=True) as entry:
+            block = bytes(1 << 20)
+            for _ in range(200):
+                entry.write(block)
+    return archive
+
+
+def _zip_many_entries(case: Case, dest: Path) -> Path:
+    archive = _zip_of_stubs(dest, case.name, {})
+    with zipfile.ZipFile(archive, "a") as zf:
+        for i in range(60_000):
+            zf.writestr(f"junk/{i}.txt", "")
+    return archive
+
+
+def _patch_headers(archive: Path, change: Callable[[bytearray, int, bool], None]) -> None:
+    """Apply `change(data, offset, central)` at every local file header and central directory entry."""
+    data = bytearray(archive.read_bytes())
+    for signature, central in ((b"PK\x03\x04", False), (b"PK\x01\x02", True)):
+        at = data.find(signature)
+        while at >= 0:
+            change(data, at, central)
+            at = data.find(signature, at + 4)
+    archive.write_bytes(bytes(data))
+
+
+def _zip_encrypted(case: Case, dest: Path) -> Path:
+    archive = _zip_of_stubs(dest, case.name, {})
+
+    def encrypt(data: bytearray, at: int, central: bool) -> None:
+        flags = at + (8 if central else 6)
+        data[flags : flags + 2] = struct.pack("<H", struct.unpack("<H", data[flags : flags + 2])[0] | 1)
+
+    _patch_headers(archive, encrypt)
+    return archive
+
+
+def _zip_unknown_compression(case: Case, dest: Path) -> Path:
+    archive = _zip_of_stubs(dest, case.name, {})
+
+    def method(data: bytearray, at: int, central: bool) -> None:
+        offset = at + (10 if central else 8)
+        data[offset : offset + 2] = struct.pack("<H", 99)
+
+    _patch_headers(archive, method)
+    return archive
+
+
+def _init_folder(case: Case, dest: Path) -> Path:
+    folder = dest / "unzipped"
+    package = samples.stubs(folder)
+    (package / "__init__.py").unlink()
+    (package / "__init__.py").mkdir()
+    (package / "__init__.py" / "inner.py").write_text("x = 1\n")
+    return samples.zip_folder(folder, dest / f"{case.name}.zip")
+
+
+UPLOADS: dict[str, Callable[[Case, Path], Path]] = {
+    "symlink": _symlink, "hard-link": _hard_link, "zip-slip": _zip_slip, "zip-bomb": _zip_bomb,
+    "zip-many-entries": _zip_many_entries, "zip-encrypted": _zip_encrypted,
+    "zip-unknown-compression": _zip_unknown_compression, "init-folder": _init_folder,
+}
+
+
+def judge(case: Case, results: dict) -> list[str]:
+    """What is wrong with the results.json a case was graded to; empty when it got what it must."""
+    earned: dict[int, float] = {n: 0.0 for n in MODULES}
+    possible: dict[int, float] = {n: 0.0 for n in MODULES}
+    for test in results.get("tests", []):
+        problem = next((int(tag.split()[1]) for tag in test.get("tags", []) if tag.startswith("problem ")), 0)
+        if problem in MODULES:
+            earned[problem] += test["score"]
+            possible[problem] += test["max_score"]
+    problems = []
+    for number in MODULES:
+        got = f"{earned[number]:g} / {possible[number]:g}"
+        if number not in case.honest and earned[number] != 0:
+            problems.append(f"problem {number}: {got}, expected 0 (no honest work there)")
+        elif number in case.lose and not earned[number] < possible[number]:
+            problems.append(f"problem {number}: {got}, expected to lose points to the attack")
+        elif number in case.honest and number not in case.lose and earned[number] != possible[number]:
+            problems.append(f"problem {number}: {got}, expected full marks (the attack is elsewhere)")
+    text = json.dumps(results)
+    if case.message is not None and case.message not in text:
+        problems.append(f"the results do not say {case.message!r}")
+    return problems

@@ -1,0 +1,324 @@
+"""The grader's side of the worker: start it, send it calls with a deadline, kill it when needed.
+
+A `Worker` is one worker process for one submission; after a crash or a time-out it is killed
+(its whole PID namespace, or its process group and every process of its user) and the next call
+starts a fresh one. Everything it sends back is read with `frames.read_frame` and decoded with
+`adapters._codec.decode`: data only. What the worker prints goes through a pipe into a bounded log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from staff.sandbox.frames import FrameError, FrameTimeout, read_frame, write_frame
+
+SIGNAL_WORDS = {
+    signal.SIGKILL: "killed (SIGKILL): out of memory, or stopped by the grader",
+    signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)",
+    signal.SIGABRT: "aborted (SIGABRT)",
+    signal.SIGXCPU: "ran out of its CPU-time limit (SIGXCPU)",
+    signal.SIGXFSZ: "wrote a file larger than its file-size limit (SIGXFSZ)",
+    signal.SIGBUS: "crashed with a bus error (SIGBUS)",
+}
+
+
+class SandboxFailure(BaseException):
+    """A call into the worker failed for a reason outside the student's exception: a time-out, a
+    crash, garbage on the wire. A BaseException, so test code that catches `Exception` (expecting
+    the student's code to raise) cannot mistake it for an answer."""
+
+
+class CallTimedOut(SandboxFailure):
+    pass
+
+
+class WorkerCrashed(SandboxFailure):
+    pass
+
+
+@dataclass
+class Limits:
+    """What one worker may use. Memory is address space in bytes (None: unlimited, needed for CUDA,
+    whose driver maps far more address space than it uses); CPU time in seconds over the worker's
+    life; file size in bytes; processes counts the user's processes and threads."""
+
+    memory_bytes: int | None = 8 << 30
+    cpu_seconds: int = 1800
+    file_bytes: int = 1 << 30
+    processes: int = 512
+    open_files: int = 1024
+
+
+@dataclass
+class WorkerConfig:
+    """Everything the launcher needs, written as JSON next to the grader's files."""
+
+    code: str  # read-only folder: worker.py, frames.py, confine.py, adapters/, cs336_basics/
+    folder: str  # the worker's writable folder and working directory
+    python: str
+    site_packages: list[str]
+    read_only: list[str]
+    devices: list[str]
+    reveal: list[str]
+    uid: int | None
+    gid: int | None
+    threads: int = 1
+    namespaces: bool = True
+    landlock: bool = True
+    limits: Limits = field(default_factory=Limits)
+
+
+class BoundedLog:
+    """Text a worker printed, kept up to `limit` bytes between two `take`s; the rest is counted."""
+
+    def __init__(self, limit: int = 16 << 10) -> None:
+        self.limit, self.kept, self.dropped = limit, bytearray(), 0
+        self.lock = threading.Lock()
+
+    def add(self, data: bytes) -> None:
+        with self.lock:
+            room = self.limit - len(self.kept)
+            self.kept += data[:max(room, 0)]
+            self.dropped += max(len(data) - max(room, 0), 0)
+
+    def take(self) -> str:
+        with self.lock:
+            text = self.kept.decode("utf-8", errors="replace")
+            if self.dropped:
+                text += f"\n[... {self.dropped} more bytes of output not kept ...]"
+            self.kept, self.dropped = bytearray(), 0
+        return text
+
+
+def _pump(fd: int, log: BoundedLog) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        log.add(chunk)
+
+
+def _status_words(code: int) -> str:
+    """How a process ended, from a shell-style exit code (128 + signal for a signal)."""
+    if code > 128 and code - 128 in SIGNAL_WORDS:
+        return SIGNAL_WORDS[code - 128]
+    if code < 0:
+        return SIGNAL_WORDS.get(-code, f"was killed by signal {-code}")
+    return f"exited with code {code}"
+
+
+class Worker:
+    """The worker of one submission: a confined zygote (started on first use, and again if it dies)
+    and the child it forked to serve calls (forked again after each crash or time-out)."""
+
+    def __init__(self, config: WorkerConfig, config_path: Path, startup_timeout_s: float = 300) -> None:
+        self.config, self.config_path, self.startup_timeout_s = config, config_path, startup_timeout_s
+        self.process: subprocess.Popen | None = None  # the launcher; the zygote and children live below it
+        self.control: socket.socket | None = None
+        self.ready = False
+        self.requests = self.responses = -1  # the serving child's pipes; -1 when there is none
+        self.log = BoundedLog()
+        self.protections: dict[str, str] = {}
+        self.uid, self.gid = os.getuid(), os.getgid()  # who the worker runs as, once it said hello
+        self.next_id = 0
+        self.buffer = b""
+
+    # -- lifetime ---------------------------------------------------------------------------------
+
+    def spawn(self) -> None:
+        """Start the launcher; the zygote imports torch while the caller goes on (see `ensure_ready`)."""
+        self.ready = False
+        self.control, theirs = socket.socketpair()
+        output_read, output_write = os.pipe()
+        config = {**asdict(self.config), "control_fd": theirs.fileno(), "grader_pid": os.getpid()}
+        self.config_path.write_text(json.dumps(config))
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.config.folder, "TMPDIR": self.config.folder,
+               "LANG": "C.UTF-8", "OMP_NUM_THREADS": str(self.config.threads),
+               "MKL_NUM_THREADS": str(self.config.threads), "TORCHINDUCTOR_CACHE_DIR": self.config.folder}
+        if "CUDA_VISIBLE_DEVICES" in os.environ:
+            env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+        try:
+            self.process = subprocess.Popen(
+                [self.config.python, "-I", "-S", "-B", "-u", str(Path(self.config.code) / "worker.py"),
+                 str(self.config_path)], cwd=self.config.folder, env=env, stdin=subprocess.DEVNULL,
+                stdout=output_write, stderr=output_write, pass_fds=(theirs.fileno(),), start_new_session=True)
+        finally:
+            theirs.close()
+            os.close(output_write)
+        threading.Thread(target=_pump, args=(output_read, self.log), daemon=True).start()
+
+    def _message(self, deadline: float) -> dict:
+        """The next line-delimited JSON message from the zygote (FrameTimeout, FrameError on EOF)."""
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.control], [], [], left)[0]:
+                raise FrameTimeout("timed out")
+            chunk = self.control.recv(1 << 16)
+            if not chunk:
+                raise FrameError("the zygote closed its socket")
+            self.buffer += chunk
+            if len(self.buffer) > 1 << 20:
+                raise FrameError("the zygote's message is too long")
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except ValueError as error:
+            raise FrameError(f"the zygote sent something that is not JSON: {error}") from None
+        if not isinstance(message, dict):
+            raise FrameError("the zygote sent something that is not a message")
+        return message
+
+    def ensure_ready(self) -> None:
+        """A zygote that has said hello: the one started last, or a new one if that one is gone.
+
+        Raises:
+            WorkerCrashed: it could not start (the message holds what it printed).
+        """
+        if self.process is None or self.process.poll() is not None or self.control is None:
+            self.stop()
+            self.spawn()
+        if self.ready:
+            return
+        try:
+            hello = self._message(time.monotonic() + self.startup_timeout_s)
+        except FrameError as error:
+            why = f"it {_status_words(self.process.wait(5))}" if not isinstance(error, FrameTimeout) and \
+                self.process.poll() is not None else f"it did not start within {self.startup_timeout_s:g} s"
+            self.stop()
+            raise WorkerCrashed(f"the grader's worker process could not start: {why}\n{self.log.take()}") from None
+        if not hello.get("ok"):
+            self.stop()
+            raise WorkerCrashed(f"the grader's worker process could not start:\n{hello.get('error', '')}")
+        self.protections = {str(k): str(v) for k, v in dict(hello.get("protections", {})).items()}
+        self.uid, self.gid = int(hello.get("uid", os.getuid())), int(hello.get("gid", os.getgid()))
+        self.ready = True
+
+    def fresh_child(self) -> str:
+        """Have the zygote end the serving child (and all it started) and fork a new one; how the old
+        one had ended ("" when there was none)."""
+        self.ensure_ready()
+        self._close_child()
+        request_read, self.requests = os.pipe()
+        self.responses, response_write = os.pipe()
+        os.set_blocking(self.requests, False)
+        try:
+            socket.send_fds(self.control, [b'{"op": "spawn"}'], [request_read, response_write])
+            reply = self._message(time.monotonic() + 60)
+        except (OSError, FrameError) as error:
+            self.stop()
+            raise WorkerCrashed(f"the grader's worker process stopped answering ({error})") from None
+        finally:
+            os.close(request_read)
+            os.close(response_write)
+        previous = reply.get("previous")
+        return _status_words(previous) if isinstance(previous, int) else ""
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _close_child(self) -> None:
+        for fd in (self.requests, self.responses):
+            if fd >= 0:
+                os.close(fd)
+        self.requests = self.responses = -1
+
+    def stop(self, kill: bool = True) -> None:
+        """End the worker: close its socket and pipes (the zygote then ends everything under it and
+        exits), then kill what is left of it."""
+        self._close_child()
+        if self.control is not None:
+            self.control.close()
+            self.control, self.buffer = None, b""
+        self.ready = False
+        if self.process is None:
+            return
+        if not kill:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                kill = True
+        if kill or self.process.poll() is None:
+            for target in (lambda: os.killpg(self.process.pid, signal.SIGKILL),
+                           lambda: os.kill(self.process.pid, signal.SIGKILL)):
+                try:
+                    target()
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if self.config.uid is not None and os.geteuid() == 0:
+                kill_user(self.config.uid)
+            self.process.wait()
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    def request(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
+        """Send one request to the serving child and wait for its reply until `deadline`
+        (time.monotonic()).
+
+        Raises:
+            CallTimedOut: the deadline passed (the child is ended and replaced).
+            WorkerCrashed: the child died or sent something that is not a reply (it is replaced); the
+                message says how it ended.
+        """
+        if self.requests < 0:
+            self.fresh_child()
+        self.next_id += 1
+        header = {**header, "id": self.next_id}
+        try:
+            write_frame(self.requests, header, blobs, deadline)
+            reply, reply_blobs = read_frame(self.responses, deadline)
+        except FrameTimeout:
+            self.fresh_child()
+            raise CallTimedOut("timed out") from None
+        except (FrameError, OSError) as error:
+            previous = self.fresh_child()
+            raise WorkerCrashed(previous or f"sent something that is not a reply ({error})") from None
+        if reply.get("id") != self.next_id:
+            self.fresh_child()
+            raise WorkerCrashed(f"answered request {reply.get('id')!r} instead of {self.next_id}")
+        return reply, reply_blobs
+
+
+def kill_user(uid: int) -> None:
+    """SIGKILL every process whose real uid is `uid` (the sandbox user: it owns nothing else)."""
+    if uid == 0:
+        raise ValueError("refusing to kill every process of root")
+    for _ in range(3):  # a fork bomb may still be forking while we kill
+        found = False
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            uids = next((line.split()[1:] for line in status.splitlines() if line.startswith("Uid:")), [])
+            if uids and int(uids[0]) == uid:
+                found = True
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if not found:
+            return
+        time.sleep(0.05)
+
+
+def site_packages() -> list[str]:
+    """The folders this interpreter imports third-party packages from (torch, numpy, einops ...)."""
+    import site
+
+    return [p for p in dict.fromkeys(site.getsitepackages()) if os.path.isdir(p)]
+

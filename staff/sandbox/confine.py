@@ -1,0 +1,276 @@
+"""Confining the worker process, one protection at a time, each reporting whether it took effect.
+
+Used by the worker's launcher before any student code is imported. Every function here returns a
+short status ("on", or "off: why") instead of raising, so a platform that lacks a protection
+(macOS, an old kernel, a container without the right privileges) still grades, and the grader can
+say which protections were off. Linux-specific parts use the C library through ctypes. This file is
+copied into the worker's folder and imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import resource
+import stat
+import sys
+
+ON = "on"
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys.platform == "linux" else None
+
+# <linux/sched.h>, <linux/prctl.h>, <linux/mount.h>
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 4, 38, 24, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+MS_BIND, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 4096, 16384, 1 << 18, 2, 4
+LAST_CAP = 63
+
+
+def off(what: str) -> str:
+    return f"off: {what}"
+
+
+def _errno_text() -> str:
+    code = ctypes.get_errno()
+    return f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"
+
+
+def _prctl(option: int, arg: int = 0) -> bool:
+    return _libc is not None and _libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
+
+
+def die_with_parent() -> str:
+    """Be killed (SIGKILL) when the process that started this one ends."""
+    if _libc is None:
+        return off("Linux only")
+    return ON if _prctl(PR_SET_PDEATHSIG, 9) else off(_errno_text())
+
+
+def set_dumpable(dumpable: bool) -> str:
+    """Whether processes of the same user may read this one's memory and open files through /proc
+    (and whether it may read its own /proc entries when it is not root)."""
+    if _libc is None:
+        return off("Linux only")
+    return ON if _prctl(PR_SET_DUMPABLE, int(dumpable)) else off(_errno_text())
+
+
+def no_new_privileges() -> str:
+    """Make execve unable to grant privileges (setuid binaries, file capabilities)."""
+    if _libc is None:
+        return off("Linux only")
+    return ON if _prctl(PR_SET_NO_NEW_PRIVS, 1) else off(_errno_text())
+
+
+def unshare(flags: int) -> str:
+    if _libc is None:
+        return off("Linux only")
+    return ON if _libc.unshare(flags) == 0 else off(_errno_text())
+
+
+def new_namespaces() -> dict[str, str]:
+    """A new network namespace (no interfaces but a loopback that is down) and a new PID namespace
+    for the children of this process. As root directly; otherwise inside a new user namespace in
+    which this process keeps its own uid and gid. Returns {"network": status, "pid": status}."""
+    if _libc is None:
+        return {"network": off("Linux only"), "pid": off("Linux only")}
+    flags = CLONE_NEWNET | CLONE_NEWPID
+    if os.geteuid() != 0:
+        uid, gid = os.geteuid(), os.getegid()
+        status = unshare(CLONE_NEWUSER)
+        if status != ON:
+            return {"network": off(f"no user namespace: {status[5:]}"), "pid": off("no user namespace")}
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as handle:
+                    handle.write(text)
+        except OSError as error:
+            return {"network": off(f"user namespace mapping: {error}"), "pid": off("user namespace mapping")}
+    status = unshare(flags)
+    if status == ON:
+        return {"network": ON, "pid": ON}
+    network, pid = unshare(CLONE_NEWNET), unshare(CLONE_NEWPID)
+    return {"network": network, "pid": pid}
+
+
+def world_readable(path: str, itself: bool = True) -> str | None:
+    """None when a user with no special rights can reach `path` (and read it, with `itself`); else
+    the first path on the way that stops them."""
+    parts = os.path.abspath(path).split(os.sep)
+    current = os.sep
+    for part in parts[1:]:
+        if not os.stat(current).st_mode & stat.S_IXOTH:
+            return current
+        current = os.path.join(current, part)
+    mode = os.stat(current).st_mode
+    needed = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+    return None if not itself or mode & needed == needed else current
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
+    encode = lambda s: None if s is None else s.encode()  # noqa: E731
+    return _libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), encode(data)) == 0
+
+
+def reveal(paths: list[str], owned: list[str] = ()) -> str:
+    """In a new mount namespace, let an unprivileged user reach each of `paths` (which it must be
+    able to read) and `owned` (folders it owns) even when a folder above them is closed to others
+    (an interpreter under /root, say): that folder is covered with an empty tmpfs that holds only the
+    way to each path, each path bind-mounted back in. Everything else under the closed folder
+    disappears from this process's view. Needs root."""
+    if _libc is None:
+        return off("Linux only")
+    blocked: dict[str, list[str]] = {}
+    for path in [*paths, *owned]:
+        stop = world_readable(path, itself=path not in owned)
+        if stop is None:
+            continue
+        if stop == os.path.abspath(path):
+            return off(f"{path} itself is not readable by other users")
+        blocked.setdefault(stop, []).append(os.path.abspath(path))
+    if not blocked:
+        return ON
+    if unshare(CLONE_NEWNS) != ON or not _mount(None, "/", None, MS_REC | MS_PRIVATE):
+        return off(f"no private mount namespace to open {', '.join(blocked)}: {_errno_text()}")
+    for folder in sorted(blocked, key=len):
+        handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in blocked[folder]]
+        if not _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m"):
+            return off(f"cannot cover {folder}: {_errno_text()}")
+        for path, handle in handles:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            if not _mount(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC):
+                return off(f"cannot bind {path}: {_errno_text()}")
+            os.close(handle)
+    return ON
+
+
+def drop_user(uid: int, gid: int) -> str:
+    """Become `uid`/`gid` with no supplementary groups, for good (needs root)."""
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as error:
+        return off(str(error))
+    return ON if os.geteuid() == uid and os.getegid() == gid else off("the ids did not change")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> str:
+    """Give up every capability (bounding, ambient, effective, permitted, inheritable): a root
+    process keeps its uid but loses the powers that go with it (mounting, loading modules, killing
+    other users' processes, reading files regardless of their mode)."""
+    if _libc is None:
+        return off("Linux only")
+    for cap in range(LAST_CAP + 1):
+        _prctl(PR_CAPBSET_DROP, cap)  # EINVAL past the kernel's last capability: ignored
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    if _libc.capset(ctypes.byref(header), data) != 0:
+        return off(_errno_text())
+    return ON
+
+
+def set_limits(memory_bytes: int | None, cpu_seconds: int, file_bytes: int, processes: int, open_files: int) -> str:
+    """Resource limits for this process and its children; None leaves memory unlimited."""
+    wanted = [(resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_FSIZE, file_bytes),
+              (resource.RLIMIT_NOFILE, open_files), (resource.RLIMIT_CORE, 0)]
+    if memory_bytes is not None:
+        wanted.append((resource.RLIMIT_AS, memory_bytes))
+    if hasattr(resource, "RLIMIT_NPROC"):
+        wanted.append((resource.RLIMIT_NPROC, processes))
+    failed = []
+    for kind, value in wanted:
+        try:
+            _, hard = resource.getrlimit(kind)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(kind, (value, value))
+        except (ValueError, OSError) as error:
+            failed.append(f"{kind}: {error}")
+    return ON if not failed else off("; ".join(failed))
+
+
+# -- Landlock (Linux 5.13+): an allow-list of the files this process may touch --------------------
+
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_FS_ALL_V1 = (1 << 13) - 1  # the 13 rights of ABI 1: execute ... make_sym
+_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+_FILE_ONLY = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 where there is none."""
+    if _libc is None:
+        return 0
+    _libc.syscall.restype = ctypes.c_long
+    version = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(int(version), 0)
+
+
+def landlock(read_only: list[str], read_write: list[str], devices: list[str]) -> dict[str, str]:
+    """Restrict this process and its future children, for good: files may be read (and run) only
+    under `read_only`, read and changed only under `read_write`, and the device files `devices`
+    read, written and controlled (GPUs). Where the kernel can (ABI 4, 6), also no TCP bind or
+    connect, and no signal or abstract unix socket to a process outside the restriction.
+    Returns {"files": status, "signals": status, "tcp": status}. Paths that do not exist are skipped."""
+    abi = landlock_abi()
+    if abi == 0:
+        why = off("Landlock is not available (Linux 5.13+ with Landlock enabled)")
+        return {"files": why, "signals": why, "tcp": why}
+    fs = _FS_ALL_V1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0) | \
+        (_FS_IOCTL_DEV if abi >= 5 else 0)
+    net = _NET_BIND_TCP | _NET_CONNECT_TCP if abi >= 4 else 0
+    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
+    attr = _RulesetAttr(fs, net, scoped)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = _libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        why = off(f"landlock_create_ruleset: {_errno_text()}")
+        return {"files": why, "signals": why, "tcp": why}
+    reading = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+    try:
+        for paths, rights in ((read_only, reading), (read_write, fs), (devices, reading | _FS_WRITE_FILE | fs &
+                                                                      (_FS_IOCTL_DEV | _FS_TRUNCATE))):
+            for path in paths:
+                try:
+                    handle = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    allowed = rights if stat.S_ISDIR(os.fstat(handle).st_mode) else rights & _FILE_ONLY
+                    rule = _PathBeneathAttr(allowed & fs, handle)
+                    if _libc.syscall(_SYS_ADD_RULE, ruleset, 1, ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                        why = off(f"landlock_add_rule({path}): {_errno_text()}")
+                        return {"files": why, "signals": why, "tcp": why}
+                finally:
+                    os.close(handle)
+        if not _prctl(PR_SET_NO_NEW_PRIVS, 1) or _libc.syscall(_SYS_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) != 0:
+            why = off(f"landlock_restrict_self: {_errno_text()}")
+            return {"files": why, "signals": why, "tcp": why}
+    finally:
+        os.close(ruleset)
+    return {"files": f"{ON} (Landlock ABI {abi})",
+            "signals": ON if scoped else off(f"Landlock ABI {abi} < 6"),
+            "tcp": ON if net else off(f"Landlock ABI {abi} < 4")}

@@ -1,0 +1,93 @@
+"""Length-prefixed frames over pipes: the wire between the grader and its worker process.
+
+A frame is an 8-byte prefix (4-byte magic, 4-byte big-endian header length), a UTF-8 JSON header
+(an object whose "blobs" entry lists the sizes of the binary blobs), then the blobs back to back.
+The reader enforces a deadline and size limits, so a worker that stalls or floods the pipe costs a
+bounded time and memory. This file is copied into the worker's folder and must import only the
+standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+
+MAGIC = b"CS36"
+MAX_HEADER_BYTES = 64 << 20
+MAX_BLOB_BYTES = 1 << 30  # all blobs of one frame together
+
+
+class FrameError(Exception):
+    """The other side sent something that is not a frame, or too much, or closed the pipe."""
+
+
+class FrameTimeout(FrameError):
+    """No whole frame arrived before the deadline."""
+
+
+def write_frame(fd: int, header: dict, blobs: list[bytes] = (), deadline: float | None = None) -> None:
+    """Send one frame on the pipe `fd`. With a `deadline` (time.monotonic()) the pipe may be
+    non-blocking: the writer waits for room until then.
+
+    Raises:
+        FrameTimeout: the deadline passed before the frame was all written.
+    """
+    text = json.dumps({**header, "blobs": [len(b) for b in blobs]}, allow_nan=True).encode("utf-8")
+    view = memoryview(b"".join([MAGIC, struct.pack(">I", len(text)), text, *blobs]))
+    while view:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FrameTimeout("timed out")
+            if not select.select([], [fd], [], left)[1]:
+                continue
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            continue
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    chunks, missing = [], size
+    while missing:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FrameTimeout("timed out")
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                raise FrameTimeout("timed out")
+        chunk = os.read(fd, min(missing, 1 << 20))
+        if not chunk:
+            raise FrameError("the pipe was closed mid-frame" if chunks or missing != size else "the pipe was closed")
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, deadline: float | None = None) -> tuple[dict, list[bytes]]:
+    """One frame from the pipe `fd`: (header, blobs). `deadline` is a time.monotonic() value.
+
+    Raises:
+        FrameTimeout: the deadline passed first.
+        FrameError: the pipe closed, or the bytes are not a well-formed frame within the limits.
+    """
+    prefix = _read_exactly(fd, 8, deadline)
+    if prefix[:4] != MAGIC:
+        raise FrameError(f"not a frame (starts with {prefix[:4]!r})")
+    (length,) = struct.unpack(">I", prefix[4:])
+    if length > MAX_HEADER_BYTES:
+        raise FrameError(f"a frame header of {length} bytes is over the limit of {MAX_HEADER_BYTES}")
+    try:
+        header = json.loads(_read_exactly(fd, length, deadline).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise FrameError(f"a frame header that is not JSON: {error}") from error
+    sizes = header.get("blobs") if isinstance(header, dict) else None
+    if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
+        raise FrameError("a frame header without a list of blob sizes")
+    if sum(sizes) > MAX_BLOB_BYTES:
+        raise FrameError(f"a frame of {sum(sizes)} bytes is over the limit of {MAX_BLOB_BYTES}")
+    return header, [_read_exactly(fd, size, deadline) for size in sizes]

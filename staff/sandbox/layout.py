@@ -1,0 +1,128 @@
+"""The folders of one sandboxed grade, and the settings the sandbox plugin reads.
+
+    SCRATCH/            mode 0711: others may pass through, not look
+      grader/           0700, the grader's own: suites, adapters, the plugin, report and log
+      code/             read-only for the worker: worker.py, frames.py, confine.py,
+                        the grader's adapters/ and the submission's cs336_basics/
+      worker/           0700, owned by the worker's user: its working folder, the only place it writes
+
+As root, the worker runs as a user of its own (a high uid no account uses, new for every grade),
+so it can read `code/` and the Python environment, and nothing of the grader's.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import secrets
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from staff.sandbox.client import Limits, WorkerConfig, site_packages
+
+SANDBOX_UID_BASE = 1_800_000_000  # far above any account's uid and the ranges containers map
+WORKER_FILES = ("worker.py", "frames.py", "confine.py")
+SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
+                    "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/proc", "/sys",
+                    "/dev/urandom", "/dev/random", "/dev/zero"]
+DEVICES = ["/dev/null", "/dev/full"]
+
+
+@dataclass
+class SandboxOptions:
+    """How a submission's code is confined; see `staff grade --help`."""
+
+    test_budget_s: float = 120.0  # seconds of calls into student code one test may spend
+    limits: Limits = field(default_factory=Limits)
+    separate_user: bool = True
+    namespaces: bool = True
+    landlock: bool = True
+    threads: int = 1
+    startup_timeout_s: float = 300.0
+    import_timeout_s: float = 120.0
+
+
+@dataclass
+class Workspace:
+    scratch: Path
+    grader: Path
+    code: Path
+    worker: Path
+    settings: Path | None  # the sandbox plugin's settings (None when grading in-process)
+
+
+def module_names(package: Path, name: str) -> list[str]:
+    """The importable modules of the package folder `package` (named `name`): regular .py files
+    whose names, and whose folders' names, are Python identifiers. Others (notes.v2.py) cannot be
+    imported and are left alone."""
+    modules = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).with_suffix("").parts
+        if path.is_file() and not path.is_symlink() and all(part.isidentifier() for part in parts):
+            dotted = ".".join((name, *parts))
+            modules.append(dotted.removesuffix(".__init__") if dotted != f"{name}.__init__" else name)
+    return sorted(set(modules), key=lambda m: (m != name, m))
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _open_to_others(root: Path) -> None:
+    """Folders 0755 and files 0644 under `root`: readable by the worker's user, writable by none."""
+    for folder, dirs, files in os.walk(root):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+
+
+def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...], hidden: bool,
+          options: SandboxOptions | None) -> Workspace:
+    """Lay out `scratch` for grading the package folder `package` with this tree's suites.
+
+    With `options` None the layout is the in-process one: `grader/` also holds the package.
+    """
+    os.chmod(scratch, 0o711)
+    grader, code, worker = scratch / "grader", scratch / "code", scratch / "worker"
+    grader.mkdir(mode=0o700)
+    for part in suite_parts:
+        source = repo / part
+        (_copy_tree if source.is_dir() else shutil.copyfile)(source, grader / part)
+    staff = grader / "staff"
+    staff.mkdir()
+    (staff / "__init__.py").write_text('"""The grader\'s copy of the staff parts a grade needs."""\n')
+    if hidden:
+        _copy_tree(repo / "staff" / "hidden", staff / "hidden")
+    if options is None:
+        _copy_tree(package, grader / "cs336_basics")
+        return Workspace(scratch, grader, code, worker, None)
+    _copy_tree(repo / "staff" / "sandbox", staff / "sandbox")
+    code.mkdir()
+    for name in WORKER_FILES:
+        shutil.copyfile(repo / "staff" / "sandbox" / name, code / name)
+    _copy_tree(repo / "adapters", code / "adapters")
+    _copy_tree(package, code / "cs336_basics")
+    _open_to_others(code)
+    worker.mkdir(mode=0o700)
+    uid = None
+    if options.separate_user and os.geteuid() == 0:
+        uid = SANDBOX_UID_BASE + secrets.randbelow(1 << 24)
+        os.chown(worker, uid, uid)
+    packages = site_packages()
+    config = WorkerConfig(
+        code=str(code), folder=str(worker), python=sys.executable, site_packages=packages,
+        read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY],
+        devices=DEVICES + sorted(glob.glob("/dev/nvidia*")),
+        reveal=[sys.base_prefix, *packages, str(code)],
+        uid=uid, gid=uid, threads=options.threads, namespaces=options.namespaces, landlock=options.landlock,
+        limits=options.limits)
+    settings = grader / "sandbox.json"
+    settings.write_text(json.dumps({
+        "worker": asdict(config), "launch_config": str(grader / "launch.json"),
+        "startup_timeout_s": options.startup_timeout_s, "test_budget_s": options.test_budget_s,
+        "import_timeout_s": options.import_timeout_s, "modules": module_names(package, "cs336_basics"),
+    }))
+    return Workspace(scratch, grader, code, worker, settings)

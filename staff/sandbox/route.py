@@ -1,0 +1,108 @@
+"""Adapter calls sent to the worker: the route `staff grade` installs in the process that runs the tests.
+
+Each test has a time budget for the calls it makes (their durations add up, worker start-up not
+counted). When a call runs past what is left, the worker is killed, the call fails with "timed out
+after N s", and every later call of the same test fails at once; the next test gets a fresh worker.
+An adapter whose calls time out or kill the worker in two tests is not run again: its later calls
+fail at once, so a submission that hangs everywhere still finishes within a bounded time.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from adapters import _codec
+from staff.sandbox.client import CallTimedOut, SandboxFailure, Worker, WorkerCrashed
+
+MAX_STRIKES = 2  # time-outs or crashes of one adapter before its later calls are not run
+
+
+class CallSkipped(SandboxFailure):
+    """An adapter was not run because it timed out or crashed in earlier tests."""
+
+
+class ReplyUnreadable(Exception):
+    """The worker's reply could not be decoded into plain data (a failure of the submission's call)."""
+
+
+class WorkerRoute:
+    """Runs adapter bodies in `worker`, within `test_budget_s` seconds of calls per test."""
+
+    runs_here = False
+
+    def __init__(self, worker: Worker, test_budget_s: float) -> None:
+        self.worker, self.test_budget_s = worker, test_budget_s
+        self.test, self.seed, self.used_s = "", 0, 0.0
+        self.doomed: str | None = None
+        self.strikes: dict[str, dict[str, str]] = {}  # adapter -> test -> "timed out" or "crashed"
+
+    def begin_test(self, nodeid: str, seed: int) -> None:
+        self.test, self.seed, self.used_s, self.doomed = nodeid, seed, 0.0, None
+
+    def call(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        name = function.__name__
+        if self.doomed is not None:
+            raise CallTimedOut(f"{name} was not run: {self.doomed}")
+        strikes = self.strikes.get(name, {})
+        if len(strikes) >= MAX_STRIKES:
+            how = " or ".join(sorted(set(strikes.values())))
+            raise CallSkipped(f"{name} was not run: it {how} in {len(strikes)} earlier tests ({', '.join(strikes)}), "
+                              f"so later calls to it are not made")
+        header, blobs = _codec.encode((args, kwargs))
+        if self.worker.requests < 0:
+            self.worker.fresh_child()  # start-up is the grader's cost, not the test's
+        left = self.test_budget_s - self.used_s
+        started = time.monotonic()
+        request = {"op": "call", "function": f"{function.__module__}:{name}", "args": header, "seed": self.seed,
+                   "test": self.test}
+        try:
+            reply, reply_blobs = self.worker.request(request, blobs, started + left)
+        except CallTimedOut:
+            self.doomed = f"an earlier call in this test timed out after {self.test_budget_s:g} s"
+            self._strike(name, "timed out")
+            raise CallTimedOut(f"{name} timed out after {self.test_budget_s:g} s (the time limit of one test's "
+                               f"calls into your code); is there an endless loop or a very slow step?") from None
+        except WorkerCrashed as crash:
+            self._strike(name, "crashed")
+            raise WorkerCrashed(f"{name}: the process running your code {crash}") from None
+        finally:
+            self.used_s += time.monotonic() - started
+            self._echo_output()
+        if reply.get("ok") is True:
+            try:
+                return _codec.decode(reply.get("value", "null"), reply_blobs)
+            except _codec.CodecError as error:
+                raise ReplyUnreadable(f"{name} returned something the grader cannot read: {error}") from None
+        error = reply.get("error")
+        if not (isinstance(error, list) and len(error) == 4 and all(isinstance(e, str) for e in error)):
+            raise ReplyUnreadable(f"{name}: the worker's reply is malformed")
+        raise _codec.as_exception(_codec.RemoteError(*error))
+
+    def _strike(self, name: str, what: str) -> None:
+        self.strikes.setdefault(name, {}).setdefault(self.test.split("::")[-1], what)
+
+    def import_check(self, modules: list[str], timeout_s: float) -> str | None:
+        """Import `modules` in the worker; the error text, or None when they all import."""
+        try:
+            self.worker.fresh_child()
+            reply, _ = self.worker.request({"op": "import", "modules": modules}, [], time.monotonic() + timeout_s)
+        except CallTimedOut:
+            return f"importing your package took longer than {timeout_s:g} s (is there slow work at module level?)"
+        except WorkerCrashed as crash:
+            return f"the process importing your package {crash}\n{self.worker.log.take()}".strip()
+        if reply.get("ok") is True:
+            return None
+        error = reply.get("error")
+        return error[3] if isinstance(error, list) and len(error) == 4 and isinstance(error[3], str) else \
+            "importing your package failed"
+
+    def _echo_output(self) -> None:
+        text = self.worker.log.take()
+        if text:
+            sys.stdout.write(f"--- printed by your code ---\n{text}\n---\n")
+
+
+__all__ = ["CallSkipped", "ReplyUnreadable", "SandboxFailure", "WorkerRoute"]

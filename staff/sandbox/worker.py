@@ -1,0 +1,212 @@
+"""The worker: a confined zygote that imports torch once, and forks a fresh child to serve each stretch of calls.
+
+Started by the grader as `python -I -S -B -u CODE/worker.py CONFIG.json`. CODE is a folder the
+worker can read but not change, holding this file, frames.py, confine.py, the grader's copy of
+`adapters/` and the submission's `cs336_basics/`; the worker's own folder, its working directory,
+is the only place it may write. (Were the code writable, a worker could plant code that the next
+launcher, still root, would run.)
+
+The launcher (this process) enters new PID and network namespaces where it can and forks. Its
+child, the zygote, drops to an unprivileged user (as root), limits its resources, restricts itself
+with Landlock, imports torch and the adapters (never student code), and says hello on the control
+socket with the protections that took effect. On each "spawn" message, which carries a fresh
+request and response pipe, it kills whatever runs in its namespace, then forks a child that serves
+adapter calls on those pipes until they close. A child that crashes, hangs or is killed costs a
+fork, not a new interpreter. Inside a PID namespace the zygote is its init: code in a child can
+neither kill it nor outlive it. Nothing here is secret: the worker may read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+
+def _confine(config: dict, status: dict[str, str]) -> None:
+    import confine
+
+    if os.geteuid() == 0:
+        if config["uid"] is None:
+            status["separate user"] = confine.off("not asked for")
+        else:
+            opened = confine.reveal(config["reveal"], [config["folder"]])
+            status["separate user"] = confine.drop_user(config["uid"], config["gid"]) if opened == confine.ON \
+                else confine.off(f"the Python environment is not reachable by another user ({opened[5:]})")
+        if status["separate user"] != confine.ON:
+            os.chown(config["folder"], 0, 0)  # the folder was made for the other user; it stays root's
+            status["no root powers"] = confine.drop_capabilities()
+    else:
+        status["separate user"] = confine.off("the grader does not run as root")
+    status["dies with the grader"] = confine.die_with_parent()  # changing user cleared the earlier one
+    limits = config["limits"]
+    status["resource limits"] = confine.set_limits(limits["memory_bytes"], limits["cpu_seconds"],
+                                                   limits["file_bytes"], limits["processes"], limits["open_files"])
+    status["no new privileges"] = confine.no_new_privileges()
+    if config["landlock"]:
+        restricted = confine.landlock([config["code"], *config["read_only"]], [config["folder"]], config["devices"])
+        status.update({"file access": restricted["files"], "signals out": restricted["signals"],
+                       "tcp": restricted["tcp"]})
+
+
+def _parent_alive(watch: int) -> bool:
+    ready, _, _ = select.select([watch], [], [], 0)
+    return not ready  # the launcher holds the other end open while it lives; EOF means it died
+
+
+def launch(config: dict) -> None:
+    """Runs in the launcher: namespaces, then fork; the parent only waits, the child is the zygote."""
+    import confine
+
+    status: dict[str, str] = {"dies with the grader": confine.die_with_parent()}
+    if os.getppid() != config["grader_pid"]:
+        os._exit(3)  # the grader is already gone
+    if config["namespaces"]:
+        status.update({f"{k} namespace": v for k, v in confine.new_namespaces().items()})
+    watch, hold = os.pipe()
+    child = os.fork()
+    if child:
+        os.close(watch)
+        os.close(config["control_fd"])
+        _, code = os.waitpid(child, 0)
+        os._exit(os.WEXITSTATUS(code) if os.WIFEXITED(code) else 128 + os.WTERMSIG(code))
+    os.close(hold)
+    _confine(config, status)
+    if not _parent_alive(watch):
+        os._exit(3)
+    os.chdir(config["folder"])
+    sys.path[:0] = [config["code"], *config["site_packages"]]
+    zygote(config, status)
+
+
+def _student_traceback(error: BaseException) -> str:
+    import traceback
+
+    trace = error.__traceback__
+    while trace is not None and trace.tb_frame.f_code.co_filename == __file__:
+        trace = trace.tb_next  # this file's own frames say nothing to a student
+    return "".join(traceback.format_exception(type(error), error, trace))
+
+
+def _end_children(child: int | None, init: bool) -> int | None:
+    """Kill the serving child and everything it started: every process of the namespace when this
+    process is its init, else the child's process group; then reap them. How the child ended, as a
+    shell-style exit code (128 + signal), or None when there was none."""
+    if child is None:
+        return None
+    try:
+        done, status = os.waitpid(child, os.WNOHANG)  # a child that already died says how
+    except ChildProcessError:
+        done, status = 0, 0
+    try:
+        if init:
+            os.kill(-1, signal.SIGKILL)  # from a namespace's init: every process in it but this one
+        else:
+            os.killpg(child, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        if not done:
+            status = os.waitpid(child, 0)[1]
+        while os.waitpid(-1, 0 if init else os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def zygote(config: dict, status: dict[str, str]) -> None:
+    control = socket.socket(fileno=config["control_fd"])
+    init = os.getpid() == 1
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # nothing in the namespace may stop the zygote
+    try:
+        import numpy  # noqa: F401
+        import torch
+
+        torch.set_num_threads(config["threads"])
+        from adapters import _codec, _instrument  # noqa: F401 - imported once here, not in a test's time
+    except BaseException as error:  # noqa: BLE001 - the grader must hear why the worker cannot start
+        control.sendall(json.dumps({"op": "hello", "ok": False, "error": _student_traceback(error)}).encode() + b"\n")
+        return
+    hello = {"op": "hello", "ok": True, "protections": status, "uid": os.getuid(), "gid": os.getgid()}
+    control.sendall(json.dumps(hello).encode() + b"\n")
+    import confine
+
+    confine.set_dumpable(False)  # a child cannot read the zygote's memory or file descriptors
+
+    child = None
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1024, 2)
+        except OSError:
+            message, fds = b"", []
+        if not message or len(fds) != 2:
+            _end_children(child, init)
+            return  # the grader closed the socket: the submission is done
+        previous = _end_children(child, init)
+        child = os.fork()
+        if child == 0:
+            control.close()
+            confine.set_dumpable(True)  # its own /proc entries, which code may read (os.readlink of an fd)
+            os.setsid()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            serve(fds[0], fds[1])
+            os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        control.sendall(json.dumps({"op": "spawned", "pid": child, "previous": previous}).encode() + b"\n")
+
+
+def serve(requests: int, responses: int) -> None:
+    """Serve adapter calls: read a request frame, run the adapter's body, write a reply frame."""
+    import importlib
+    import random
+
+    import numpy as np
+    import torch
+    from frames import FrameError, read_frame, write_frame
+
+    from adapters import _codec
+
+    current_test = None
+    while True:
+        try:
+            request, blobs = read_frame(requests)
+        except FrameError:
+            return  # the grader closed the pipe
+        reply, reply_blobs = {"id": request.get("id")}, []
+        try:
+            if request.get("op") == "import":
+                for name in request["modules"]:
+                    importlib.import_module(name)
+                reply["ok"], reply["value"] = True, "null"
+            else:
+                module, _, name = str(request.get("function", "")).partition(":")
+                if not module.startswith("adapters.") or not name.startswith("run_"):
+                    raise ValueError(f"not an adapter: {request.get('function')!r}")
+                function = getattr(importlib.import_module(module), name)
+                body = getattr(function, "body", function)
+                if request.get("test") != current_test:
+                    current_test, seed = request.get("test"), int(request.get("seed", 0))
+                    torch.manual_seed(seed)
+                    np.random.seed(seed % 2**32)
+                    random.seed(seed)
+                args, kwargs = _codec.decode(request["args"], blobs)
+                value = body(*args, **kwargs)
+                reply["value"], reply_blobs = _codec.encode(value)
+                reply["ok"] = True
+        except BaseException as error:  # noqa: BLE001 - every failure of student code goes back as data
+            reply_blobs = []
+            described = _codec.describe_error(error, with_traceback=False)
+            reply.update(ok=False, error=[described.type_name, described.builtin, described.message,
+                                          _student_traceback(error)])
+        write_frame(responses, reply, reply_blobs)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        launch(json.load(handle))

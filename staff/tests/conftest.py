@@ -1,0 +1,70 @@
+"""One graded batch shared by the staff tests that need graded submissions: the plain samples
+(reference, stubs, a syntax error, a zip) and every red-team case, graded once, two at a time,
+behind the sandbox, as `staff grade --batch` grades them."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from staff import samples
+from staff.batch import grade_batch
+from staff.grade import grade
+from staff.redteam.corpus import Case, build, load_cases
+from staff.sandbox.layout import SandboxOptions
+
+TEST_BUDGET_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
+IMPORT_TIMEOUT_S = 20.0
+BATCH_TIMEOUT_S = 1800  # pytest-timeout for the tests that wait for the batch
+
+
+def _plain_samples(folder: Path) -> None:
+    samples.reference(folder / "reference")
+    samples.stubs(folder / "stubs")
+    package = samples.reference(folder / "syntax-error")
+    samples.replace_in(package / "strides.py", "def contiguous_strides(", "def contiguous_strides(:")
+    zipped = folder / "unzipped"
+    samples.reference(zipped)
+    samples.zip_folder(zipped, folder / "zip-with-a-top-folder.zip", top="my-work",
+                       extra={"__MACOSX/cs336_basics/._flops.py": "junk", "my-work/notes.txt": "hello"})
+    shutil.rmtree(zipped)
+
+
+@dataclass
+class Graded:
+    out: Path
+    cases: dict[str, Case]
+
+    def results(self, key: str) -> dict:
+        return json.loads((self.out / key / "results.json").read_text())
+
+    def meta(self, key: str) -> dict:
+        return json.loads((self.out / key / "meta.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory) -> Graded:
+    """Every sample and red-team case graded into OUT/<name>/results.json (about six minutes on two cores)."""
+    folder, work = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("building")
+    _plain_samples(folder)
+    cases = {}
+    for case in load_cases():
+        if case.requires == "separate user" and os.geteuid() != 0:
+            continue  # a fork bomb is bounded only where the worker runs as a user of its own
+        (work / case.name).mkdir()
+        upload = build(case, work / case.name)
+        shutil.move(upload, folder / upload.name)
+        cases[upload.name.removesuffix(".zip")] = case
+    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1)
+    grader = functools.partial(grade, sandbox=options, progress=False)
+    out = tmp_path_factory.mktemp("grades")
+    for marker in {c.marker for c in cases.values() if c.marker}:
+        Path(marker).unlink(missing_ok=True)
+    grade_batch(folder, out, grader, jobs=2, progress=False)
+    return Graded(out, cases)

@@ -1,0 +1,136 @@
+"""`staff bundle`: the Gradescope autograder run end to end in a temporary /autograder root: setup.sh
+builds the environment, run_autograder grades a folder upload and a zip upload of the reference
+(full marks), the stubs (0), a broken submission (0 with the reason) and a red-team submission
+that forges results (0), and every results.json it writes is valid by Gradescope's spec."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from staff import autograder, samples
+from staff.bundle import build_bundle, check, planned_files, unpack
+from staff.cli import main
+from staff.grade import REPO_ROOT
+from staff.gradescope import validate_results
+from staff.redteam.corpus import build, judge, load_cases
+from staff.release.proc import ReleaseError
+
+pytestmark = pytest.mark.timeout(1200)
+
+
+@pytest.fixture(scope="module")
+def autograder_root(tmp_path_factory) -> Path:
+    """An /autograder root with the bundle unpacked into source/ and setup.sh run (about a minute)."""
+    base = tmp_path_factory.mktemp("gradescope")
+    bundle = base / "autograder.zip"
+    assert main(["bundle", str(bundle)]) == 0
+    root = base / "autograder"
+    unpack(bundle, root / "source")
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "CS336_ENV": str(base / "env")}
+    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH"):
+        env.pop(name, None)
+    done = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return root
+
+
+def run_autograder(root: Path, upload) -> dict:
+    """Put an upload into root/submission the way Gradescope does, run run_autograder, read the results."""
+    submission = root / "submission"
+    shutil.rmtree(submission, ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
+    submission.mkdir()
+    upload(submission)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(AUTOGRADER_ROOT=str(root), CS336_ENV=str(root.parent / "env"))
+    done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert validate_results(results) == [], results
+    return results
+
+
+def test_the_bundle_holds_the_grader_and_no_solution():
+    files = planned_files(REPO_ROOT)
+    assert {"setup.sh", "run_autograder", "uv.lock", "staff/autograder.py", "tests/conftest.py"} <= set(files)
+    assert any(name.startswith("staff/hidden/test_") for name in files)
+    assert not any(name.startswith(("cs336_basics/", "staff/tests/", "staff/redteam/", "handout/")) for name in files)
+    assert check(REPO_ROOT, files) == []
+    files["notes/copy.py"] = REPO_ROOT / "cs336_basics" / "strides.py"
+    assert any("holds the solution body" in p for p in check(REPO_ROOT, files))
+
+
+def test_the_bundle_refuses_a_name_without_zip_and_an_existing_file(tmp_path):
+    with pytest.raises(ReleaseError, match=r"\.zip"):
+        build_bundle(tmp_path / "autograder.tar", REPO_ROOT)
+    (tmp_path / "a.zip").write_text("old")
+    with pytest.raises(ReleaseError, match="exists"):
+        build_bundle(tmp_path / "a.zip", REPO_ROOT)
+    assert (tmp_path / "a.zip").read_text() == "old"
+
+
+def test_a_folder_upload_of_the_reference_gets_full_marks(autograder_root):
+    results = run_autograder(autograder_root, lambda s: samples.reference(s))
+    assert results["score"] == results["extra_data"]["max_score"] > 0
+    assert results["extra_data"]["protections"]
+
+
+def test_a_zip_upload_of_the_reference_gets_full_marks(autograder_root, tmp_path):
+    samples.reference(tmp_path / "work")
+    archive = samples.zip_folder(tmp_path / "work", tmp_path / "cs336-basics-submission.zip")
+    results = run_autograder(autograder_root, lambda s: shutil.copy(archive, s / archive.name))
+    assert results["score"] == results["extra_data"]["max_score"] > 0
+
+
+def test_the_stubs_and_a_broken_submission_get_zero_with_the_reason(autograder_root):
+    assert run_autograder(autograder_root, lambda s: samples.stubs(s))["score"] == 0
+
+    def broken(submission: Path) -> None:
+        samples.replace_in(samples.reference(submission) / "model.py", "class Linear(", "class Linear(((")
+
+    results = run_autograder(autograder_root, broken)
+    assert results["score"] == 0 and "SyntaxError" in results["output"] and "model.py" in results["output"]
+
+
+def test_a_submission_forging_results_gets_zero(autograder_root, tmp_path):
+    case = next(c for c in load_cases() if c.name == "forge-grading-report")
+    upload = build(case, tmp_path)
+    results = run_autograder(autograder_root, lambda s: shutil.copytree(upload / "cs336_basics", s / "cs336_basics"))
+    assert judge(case, results) == []
+
+
+def test_a_crash_of_the_grader_itself_still_writes_results(tmp_path, monkeypatch):
+    def failing(*args, **kwargs):
+        raise RuntimeError("the grader broke")
+
+    monkeypatch.setattr("staff.grade.grade", failing)
+    (tmp_path / "submission").mkdir()
+    assert autograder.main(["--root", str(tmp_path)]) == 1
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert validate_results(results) == [] and results["score"] == 0 and "autograder itself failed" in results["output"]
+
+
+def test_run_autograder_writes_results_even_when_python_cannot_start(autograder_root, tmp_path):
+    root = tmp_path / "autograder"
+    shutil.copytree(autograder_root / "source", root / "source")
+    (root / "submission").mkdir()
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "CS336_ENV": str(tmp_path / "no-such-env")}
+    subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, timeout=60, check=True)
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert validate_results(results) == [] and results["score"] == 0 and "could not start" in results["output"]
+
+
+def test_the_upload_is_found_in_either_shape(tmp_path):
+    samples.stubs(tmp_path / "folder")
+    assert autograder.find_upload(tmp_path / "folder") == tmp_path / "folder"
+    (tmp_path / "zipped").mkdir()
+    (tmp_path / "zipped" / "work.zip").write_bytes(b"PK")
+    assert autograder.find_upload(tmp_path / "zipped") == tmp_path / "zipped" / "work.zip"

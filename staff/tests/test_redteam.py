@@ -1,0 +1,75 @@
+"""The red team (staff/redteam): every hostile submission, graded in the shared batch behind the
+sandbox, gets the score it must get; the grader always finishes with a valid results.json; nothing
+it printed swamps the results, nothing of the hidden tests reaches them, no process it started
+survives, and no payload ran outside the worker. The reference, graded in the same batch, still
+gets full marks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from staff.gradescope import validate_results
+from staff.redteam.corpus import judge, load_cases
+from staff.release.leaks import squeeze
+from staff.tests.conftest import BATCH_TIMEOUT_S
+
+pytestmark = pytest.mark.timeout(BATCH_TIMEOUT_S)
+HIDDEN = Path(__file__).resolve().parent.parent / "hidden"
+MAX_RESULTS_BYTES = 1 << 20
+
+
+def hidden_lines() -> set[str]:
+    """Lines of the hidden tests long enough to be telling and not in the public tests, whitespace removed."""
+    public = {squeeze(line) for path in (HIDDEN.parent.parent / "tests").glob("*.py")
+              for line in path.read_text().splitlines()}
+    lines = set()
+    for path in HIDDEN.glob("test_*.py"):
+        lines |= {squeeze(line) for line in path.read_text().splitlines() if len(squeeze(line)) >= 30}
+    return lines - public
+
+
+def running_commands() -> list[str]:
+    commands = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                commands.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                pass
+    return commands
+
+
+def test_the_corpus_is_broad():
+    cases = load_cases()
+    assert len(cases) >= 25
+    assert {c.name for c in cases} >= {"forge-grading-report", "import-the-reference", "kill-the-grader",
+                                       "fork-bomb", "memory-bomb", "segfault-in-one-function", "zip-slip"}
+
+
+@pytest.mark.parametrize("name", [c.name for c in load_cases()])
+def test_each_case_gets_the_score_it_must_get(graded, name):
+    if name not in graded.cases:
+        pytest.skip("this case needs the worker to run as a user of its own (the grader is not root here)")
+    case = graded.cases[name]
+    results = graded.results(name)
+    assert validate_results(results) == []
+    assert judge(case, results) == [], f"{case.description}\n{graded.meta(name)}"
+    assert (graded.out / name / "results.json").stat().st_size < MAX_RESULTS_BYTES
+    text = squeeze((graded.out / name / "results.json").read_text())
+    if case.no_leak:
+        leaked = [line for line in hidden_lines() if line in text]
+        assert not leaked, f"hidden test lines in the results: {leaked[:3]}"
+    if case.marker:
+        assert not os.path.exists(case.marker), f"{case.marker} exists: a payload ran outside the worker"
+    if case.survivors:
+        left = [c for c in running_commands() if c.startswith(case.survivors)]
+        assert not left, f"processes outlived the grade: {left[:3]}"
+
+
+def test_the_reference_graded_beside_them_keeps_full_marks(graded):
+    results = graded.results("reference")
+    assert results["score"] == results["extra_data"]["max_score"] > 0
+    assert all(t["status"] == "passed" for t in results["tests"])
