@@ -110,6 +110,14 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "the staff folder at the top level": (
         lambda r: shutil.copytree(REPO_ROOT / "staff", r / "staff", ignore=shutil.ignore_patterns("__pycache__")),
         r"top level holds .*'staff'"),
+    "a hidden test's expected values pasted into a public test": (
+        lambda r: append(r / "tests" / "test_01_dtype_memory.py", "\n" + next(
+            line for line in (REPO_ROOT / "staff" / "hidden" / "test_hidden_04_flops.py").read_text().splitlines()
+            if line.startswith("SCRIPTS = ")) + "\n"),
+        r"leak: tests/test_01_dtype_memory\.py:\d+: repeats staff/hidden/test_hidden_04_flops\.py:\d+"),
+    "a hidden test named in the handout": (
+        lambda r: append(r / "handout" / "04_flops.md", "\nSee test_time_matmul_with_other_warmup_and_trial_counts.\n"),
+        r"handout/04_flops\.md:\d+: names the staff-only test test_time_matmul_with_other_warmup_and_trial_counts"),
     "a staff-only test named in the release": (
         lambda r: append(r / "tests" / "conftest.py", f"\n# see {STAFF_TEST}\n"),
         rf"tests/conftest\.py:\d+: names the staff-only test {STAFF_TEST}"),
