@@ -1,6 +1,7 @@
 """Gradescope's side of grading: grade /autograder/submission and always write results.json.
 
-`run_autograder` (from `staff bundle`) runs `python -m staff.autograder`. The root folder, normally
+`run_autograder` (from `staff bundle`) runs `python -m staff.autograder`; the submission folder is
+taken in as `staff grade` takes a folder (the package in it, or the one zip in it). The root folder, normally
 /autograder, comes from --root (or AUTOGRADER_ROOT), so a test can run the whole autograder in a
 temporary folder. Whatever happens (an unusable upload, a submission that crashes everything, the
 grader itself failing, the time limit), a valid results.json is written: first a placeholder that
@@ -19,16 +20,6 @@ from pathlib import Path
 from staff.gradescope import failure_results, write_json_atomically
 
 DEADLINE_S = 540  # Gradescope's default limit is 600 s; set-up, writing and a margin take the rest
-PACKAGE = "cs336_basics"
-
-
-def find_upload(submission: Path) -> Path:
-    """What to grade in Gradescope's submission folder: the folder itself when it holds the package
-    (a folder upload, or a zip Gradescope unpacked), else the one zip in it."""
-    if (submission / PACKAGE).exists() or not submission.is_dir():
-        return submission
-    zips = sorted(p for p in submission.iterdir() if p.suffix == ".zip" and p.is_file())
-    return zips[0] if len(zips) == 1 else submission
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         from staff.gradescope import results_json
 
         options = {} if args.hidden_visibility is None else {"hidden_visibility": args.hidden_visibility}
-        result = grade(find_upload(args.root / "submission"), timeout_s=args.deadline, progress=False, **options)
+        result = grade(args.root / "submission", timeout_s=args.deadline, progress=False, **options)
         write_json_atomically(results_json(result), results)
         print(result.output)
         print(f"protections: {result.protections}")

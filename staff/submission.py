@@ -136,6 +136,16 @@ def _copy_folder(package: Path, dest: Path) -> None:
             out.write(src.read(MAX_TOTAL_BYTES + 1))
 
 
+def find_upload(submission: Path) -> Path:
+    """What to take in from `submission`: the path itself, or, for a folder that holds no package
+    but exactly one zip (Gradescope's submission folder or export after a zip upload), that zip."""
+    if submission.is_dir() and not (submission / PACKAGE).exists() and submission.name != PACKAGE:
+        zips = sorted(p for p in submission.iterdir() if p.suffix == ".zip" and p.is_file() and not p.is_symlink())
+        if len(zips) == 1:
+            return zips[0]
+    return submission
+
+
 def find_package(submission: Path) -> Path | None:
     """The `cs336_basics` folder of a submission folder, or None for a zip."""
     if submission.is_dir():
@@ -154,6 +164,7 @@ def lay_package(submission: Path, dest: Path) -> None:
         SubmissionError: the submission is unusable; the message says why.
     """
     dest.mkdir(parents=True)
+    submission = find_upload(submission)
     package = find_package(submission)
     if package is not None:
         if package.is_symlink():

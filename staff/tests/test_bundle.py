@@ -129,8 +129,12 @@ def test_run_autograder_writes_results_even_when_python_cannot_start(autograder_
 
 
 def test_the_upload_is_found_in_either_shape(tmp_path):
+    from staff.submission import find_upload
+
     samples.stubs(tmp_path / "folder")
-    assert autograder.find_upload(tmp_path / "folder") == tmp_path / "folder"
+    assert find_upload(tmp_path / "folder") == tmp_path / "folder"
     (tmp_path / "zipped").mkdir()
     (tmp_path / "zipped" / "work.zip").write_bytes(b"PK")
-    assert autograder.find_upload(tmp_path / "zipped") == tmp_path / "zipped" / "work.zip"
+    assert find_upload(tmp_path / "zipped") == tmp_path / "zipped" / "work.zip"
+    (tmp_path / "zipped" / "other.zip").write_bytes(b"PK")
+    assert find_upload(tmp_path / "zipped") == tmp_path / "zipped"  # two zips: which one? neither
