@@ -232,6 +232,35 @@ def _add_bundle(commands) -> None:
     bundle.set_defaults(run=_bundle)
 
 
+def _validate(args: argparse.Namespace) -> int:
+    from staff.validate.run import main_validate
+
+    problems = set(args.problem) if args.problem else None
+    try:
+        return main_validate(args.sample, problems, args.jobs or os.cpu_count() or 1)
+    except ValueError as error:
+        print(f"staff validate: {error}", file=sys.stderr)
+        return 2
+
+
+def _add_validate(commands) -> None:
+    validate = commands.add_parser(
+        "validate",
+        help="prove the suites grade right: stubs 0, every wheat full marks, every chaff caught",
+        description="Grade the stubs, every correct variant (wheat) and every wrong one (chaff) in "
+        "staff/validate/variants through staff grade, behind the sandbox, and print a matrix of points by "
+        "implementation and problem. Exits 1 when a wheat loses a point, a chaff loses none on its own problem "
+        "(or is not caught by a test it names), or the stubs score.",
+    )
+    validate.add_argument("--sample", action="store_true",
+                          help="only a fixed sample: per problem one wheat and two chaff (what CI runs)")
+    validate.add_argument("--problem", type=int, action="append", choices=range(1, 11), metavar="N",
+                          help="only the variants of problem N (repeatable); the stubs are then not graded")
+    validate.add_argument("-j", "--jobs", type=int, default=None,
+                          help="implementations graded at once (default: cores)")
+    validate.set_defaults(run=_validate)
+
+
 def _add_figures(commands) -> None:
     figures = commands.add_parser(
         "figures",
@@ -249,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_grade(commands)
     _add_release(commands)
     _add_bundle(commands)
+    _add_validate(commands)
     _add_figures(commands)
     args = parser.parse_args(argv)
     if threading_main():

@@ -130,8 +130,13 @@ def import_error(workspace: Path) -> str | None:
     return "\n".join(trace[-12:]).replace(str(workspace) + os.sep, "")
 
 
-def _suites(hidden: bool) -> list[str]:
-    return ["tests", "staff/hidden"] if hidden else ["tests"]
+def _suites(hidden: bool, problems: set[int] | None = None) -> list[str]:
+    """The suites to run, as pytest arguments: both folders, or the test files of some problems."""
+    if problems is None:
+        return ["tests", "staff/hidden"] if hidden else ["tests"]
+    files = [f"tests/test_{n:02d}_*.py" for n in sorted(problems)]
+    files += [f"staff/hidden/test_hidden_{n:02d}_*.py" for n in sorted(problems)] if hidden else []
+    return [str(path.relative_to(REPO_ROOT)) for pattern in files for path in sorted(REPO_ROOT.glob(pattern))]
 
 
 def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: bool, extra: list[str],
@@ -186,14 +191,14 @@ def _not_run(test: GradedTest, why: str) -> None:
         test.status, test.output = FAILED, why
 
 
-def collect_only(workspace: Path, hidden: bool = False) -> list[GradedTest]:
+def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | None = None) -> list[GradedTest]:
     """The graded tests of the suites in `workspace`, without running any (collection never imports
     student code)."""
     with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
         report = Path(scratch) / "report.jsonl"
-        subprocess.run([sys.executable, "-m", "pytest", *_suites(hidden), "--collect-only", "-q", "--grading-report",
-                        str(report), "-p", "no:cacheprovider"], cwd=workspace, env=_child_env(workspace),
-                       capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        subprocess.run([sys.executable, "-m", "pytest", *_suites(hidden, problems), "--collect-only", "-q",
+                        "--grading-report", str(report), "-p", "no:cacheprovider"], cwd=workspace,
+                       env=_child_env(workspace), capture_output=True, stdin=subprocess.DEVNULL, check=False)
         tests = read_report(report).tests
     if not tests:
         raise RuntimeError("the test suite collected nothing; run `uv run pytest tests --collect-only` to see why")
@@ -224,6 +229,7 @@ def grade(
     sandbox: SandboxOptions | None = None,
     in_process: bool = False,
     progress: bool = True,
+    problems: set[int] | None = None,
 ) -> Grade:
     """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
 
@@ -238,6 +244,7 @@ def grade(
         in_process: run student code inside the test process instead (debugging and timing only:
             a hostile submission can forge its grade this way).
         progress: show a progress bar of the tests.
+        problems: run only these problems' tests (None: every problem's).
     """
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {hidden_visibility!r}")
@@ -263,7 +270,7 @@ def grade(
                       f"--timeout={options.test_budget_s + options.startup_timeout_s:g}"]
         summary, protections = "", {}
         if problem is None:
-            report, log = run_suite(workspace.grader, _suites(hidden), timeout_s, verbose, extra, progress)
+            report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
             tests = list(report.tests.values())
             for test in tests:  # the same submission graded twice reads the same, wherever it was graded
                 test.output = test.output.replace(f"{workspace.code}{os.sep}", "").replace(
@@ -277,7 +284,7 @@ def grade(
                 summary = next(t.output for t in tests if t.output.startswith(NEVER_FINISHED)).replace(
                     f"{NEVER_FINISHED}: ", "The test run stopped early: ") + " Tests that did not finish score 0."
         else:
-            tests = collect_only(workspace.grader, hidden)
+            tests = collect_only(workspace.grader, hidden, problems)
             message = f"Your submission could not be loaded, so no test ran:\n{problem}"
             for test in tests:
                 _not_run(test, message)

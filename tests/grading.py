@@ -34,19 +34,20 @@ class Problem(NamedTuple):
     title: str
     handout: str
     hidden_points: int  # what the staff's hidden tests add when they grade (stated on each handout page)
+    module: str  # the cs336_basics module the problem's functions live in
 
 
 PROBLEMS: dict[int, Problem] = {
-    1: Problem("Dtype memory", "handout/01_dtype_memory.md", 12),
-    2: Problem("Strides and views", "handout/02_strides.md", 12),
-    3: Problem("einops", "handout/03_einops.md", 8),
-    4: Problem("FLOPs and MFU", "handout/04_flops.md", 8),
-    5: Problem("Backward by hand", "handout/05_backward.md", 6),
-    6: Problem("Initialization", "handout/06_init.md", 5),
-    7: Problem("The model", "handout/07_model.md", 6),
-    8: Problem("AdaGrad", "handout/08_adagrad.md", 8),
-    9: Problem("Memmap data loader", "handout/09_data.md", 8),
-    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 8),
+    1: Problem("Dtype memory", "handout/01_dtype_memory.md", 12, "dtype_memory"),
+    2: Problem("Strides and views", "handout/02_strides.md", 12, "strides"),
+    3: Problem("einops", "handout/03_einops.md", 8, "einops_ops"),
+    4: Problem("FLOPs and MFU", "handout/04_flops.md", 8, "flops"),
+    5: Problem("Backward by hand", "handout/05_backward.md", 6, "backward"),
+    6: Problem("Initialization", "handout/06_init.md", 5, "init"),
+    7: Problem("The model", "handout/07_model.md", 6, "model"),
+    8: Problem("AdaGrad", "handout/08_adagrad.md", 8, "optimizer"),
+    9: Problem("Memmap data loader", "handout/09_data.md", 8, "data"),
+    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 8, "checkpoint"),
 }
 NO_GPU_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
 MAX_OUTPUT_CHARS = 4000

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from staff import samples
 from staff.markers import find_blocks, stub_source
+from tests.grading import PROBLEMS
 
 CASES = Path(__file__).resolve().parent / "cases"
-MODULES = {1: "dtype_memory", 2: "strides", 3: "einops_ops", 4: "flops", 5: "backward", 6: "init", 7: "model",
-           8: "optimizer", 9: "data", 10: "checkpoint"}
+MODULES = {number: problem.module for number, problem in PROBLEMS.items()}
 
 
 @dataclass(frozen=True)

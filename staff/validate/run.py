@@ -1,0 +1,143 @@
+"""`staff validate`: grade the stubs, every wheat and every chaff, and judge the suites by the results.
+
+The suites are valid when every wheat (a correct implementation) keeps every point, and thorough
+when every chaff (a wrong one) loses points on its own problem, in at least one of the tests it
+names. A variant changes one module only, so it is graded on its own problem and on the problems
+whose modules import its module (Problem 7 on Problem 6's); every other problem runs the reference
+unchanged and is not graded again. The stubs are graded on every problem and must score 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from staff import samples
+from staff.grade import grade
+from staff.sandbox.layout import SandboxOptions
+from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
+from tests.grading import PASSED, PROBLEMS, SKIPPED
+
+
+@dataclass
+class Outcome:
+    """One implementation's grade, by problem."""
+
+    key: str
+    kind: str  # "stubs", WHEAT or CHAFF
+    problem: int | None
+    earned: dict[int, float] = field(default_factory=dict)
+    possible: dict[int, float] = field(default_factory=dict)
+    failed: dict[int, set[str]] = field(default_factory=dict)  # problem -> names of failed tests (cases folded)
+    verdict: list[str] = field(default_factory=list)  # what is wrong; empty when it behaved as it must
+    seconds: float = 0.0
+
+
+def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_into, options) -> Outcome:
+    started = time.monotonic()
+    outcome = Outcome(key, kind, problem)
+    with tempfile.TemporaryDirectory(prefix="staff-validate-") as scratch:
+        submission = Path(scratch) / "submission"
+        build_into(submission)
+        result = grade(submission, sandbox=options, progress=False, problems=problems)
+    for test in result.tests:
+        if test.status == SKIPPED:
+            continue
+        outcome.earned[test.problem] = outcome.earned.get(test.problem, 0.0) + test.earned
+        outcome.possible[test.problem] = outcome.possible.get(test.problem, 0.0) + test.possible
+        if test.status != PASSED:
+            outcome.failed.setdefault(test.problem, set()).add(test.name.split("[", 1)[0])
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def judge(outcome: Outcome, variant: Variant | None) -> list[str]:
+    """What is wrong with an outcome: a point lost by a wheat, a chaff that loses none on its own
+    problem or is not caught by a test it names, stubs that score."""
+    if variant is None:
+        return [f"the stubs score {sum(outcome.earned.values()):g}, expected 0"] if any(outcome.earned.values()) else []
+    if variant.kind == WHEAT:
+        lost = [n for n in outcome.possible if outcome.earned[n] < outcome.possible[n]]
+        return [f"problem {n}: {outcome.earned[n]:g} / {outcome.possible[n]:g}; failed {sorted(outcome.failed[n])}"
+                for n in lost]
+    own = variant.problem
+    failed = outcome.failed.get(own, set())
+    if not failed:
+        return [f"problem {own}: no test failed; it keeps all {outcome.possible.get(own, 0):g} points"]
+    if not failed & set(variant.catches):
+        return [f"none of the tests it names failed ({', '.join(variant.catches)}); these did: {sorted(failed)}"]
+    return []
+
+
+def validate(variants: list[Variant], jobs: int, options: SandboxOptions | None = None,
+             stubs: bool = True, progress: bool = True) -> list[Outcome]:
+    """Grade the stubs (on every problem) and each variant (on its problem and its dependents)."""
+    options = options or SandboxOptions(threads=1)
+    depends = dependents()
+    work = []
+    if stubs:
+        work.append(("stubs", "stubs", None, set(PROBLEMS), samples.stubs, None))
+    for variant in variants:
+        work.append((variant.key, variant.kind, variant.problem, {variant.problem} | depends[variant.problem],
+                     functools.partial(build, variant), variant))
+    outcomes = []
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+            tqdm(total=len(work), unit="implementation", desc="validate", disable=not progress, file=sys.stderr) as bar:
+        futures = {pool.submit(_grade, key, kind, problem, problems, build_into, options): variant
+                   for key, kind, problem, problems, build_into, variant in work}
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcome.verdict = judge(outcome, futures[future])
+            outcomes.append(outcome)
+            bar.update(1)
+    order = {key: i for i, (key, *_rest) in enumerate(work)}
+    return sorted(outcomes, key=lambda o: order[o.key])
+
+
+def matrix(outcomes: list[Outcome]) -> list[str]:
+    """Implementation x problem: points earned / possible where graded, "." where the reference ran."""
+    width = max(len(o.key) for o in outcomes) + 2
+    lines = [f"{'implementation':<{width}}" + "".join(f"{f'P{n}':>9}" for n in PROBLEMS) + "   verdict"]
+    for o in outcomes:
+        cells = "".join(f"{f'{o.earned[n]:g}/{o.possible[n]:g}' if n in o.possible else '.':>9}" for n in PROBLEMS)
+        lines.append(f"{o.key:<{width}}{cells}   {'ok' if not o.verdict else 'WRONG: ' + '; '.join(o.verdict)}")
+    return lines
+
+
+def summary(outcomes: list[Outcome]) -> list[str]:
+    wheat = [o for o in outcomes if o.kind == WHEAT]
+    chaff = [o for o in outcomes if o.kind == CHAFF]
+    lines = [f"wheat: {sum(not o.verdict for o in wheat)} of {len(wheat)} keep every point",
+             f"chaff: {sum(not o.verdict for o in chaff)} of {len(chaff)} caught on their own problem by a test "
+             f"they name"]
+    stubs = next((o for o in outcomes if o.kind == "stubs"), None)
+    if stubs is not None:
+        lines.append(f"stubs: {sum(stubs.earned.values()):g} of {sum(stubs.possible.values()):g} points")
+    return lines
+
+
+def sample(variants: list[Variant]) -> list[Variant]:
+    """The CI sample: per problem, its first wheat and its first two chaff."""
+    picked = []
+    for number in PROBLEMS:
+        mine = [v for v in variants if v.problem == number]
+        picked += [v for v in mine if v.kind == WHEAT][:1] + [v for v in mine if v.kind == CHAFF][:2]
+    return picked
+
+
+def main_validate(sampled: bool, problems: set[int] | None, jobs: int) -> int:
+    variants = load_variants(problems)
+    chosen = sample(variants) if sampled else variants
+    started = time.monotonic()
+    outcomes = validate(chosen, jobs, stubs=problems is None)
+    for line in matrix(outcomes) + [""] + summary(outcomes):
+        print(line)
+    print(f"\n{len(outcomes)} implementations graded in {time.monotonic() - started:.0f} s with {jobs} at a time")
+    return 1 if any(o.verdict for o in outcomes) else 0

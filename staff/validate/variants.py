@@ -1,0 +1,104 @@
+"""Wheat and chaff: other implementations of the reference, each a few solution bodies replaced.
+
+Each problem has a file `variants/pNN_<module>.toml` with `[[wheat]]` entries (correct
+implementations that differ from the reference the way students' code differs) and `[[chaff]]`
+entries (each one plausible misconception). An entry has a `name`, a `description`, a `bodies`
+table from a function's qualified name ("can_view", "Cruncher.forward") to its new body (written
+without indentation), and optionally `append`: module-level code added at the end (helpers). A
+chaff also names, in `catches`, the tests (public or hidden) that must fail on it.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from staff import samples
+from staff.markers import find_blocks
+from tests.grading import PROBLEMS
+
+VARIANTS = Path(__file__).resolve().parent / "variants"
+WHEAT, CHAFF = "wheat", "chaff"
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # WHEAT or CHAFF
+    problem: int
+    name: str
+    description: str
+    bodies: dict[str, str] = field(default_factory=dict, hash=False)
+    append: str = ""
+    catches: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"p{self.problem:02d}-{self.kind}-{self.name}"
+
+
+def load_variants(problems: set[int] | None = None) -> list[Variant]:
+    """Every wheat and chaff of these problems (all when None), in file order.
+
+    Raises:
+        ValueError: a file that is unreadable or names a function the reference does not have.
+    """
+    found = []
+    for number, problem in PROBLEMS.items():
+        path = VARIANTS / f"p{number:02d}_{problem.module}.toml"
+        if (problems is not None and number not in problems) or not path.exists():
+            continue
+        try:
+            spec = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"{path}: {error}") from error
+        blocks = {b.qualname for b in find_blocks((samples.REPO_ROOT / "cs336_basics" / f"{problem.module}.py")
+                                                  .read_text(encoding="utf-8"))}
+        for kind in (WHEAT, CHAFF):
+            for entry in spec.get(kind, []):
+                variant = Variant(kind, number, entry["name"], entry["description"], dict(entry.get("bodies", {})),
+                                  entry.get("append", ""), tuple(entry.get("catches", ())))
+                unknown = set(variant.bodies) - blocks
+                if unknown or (kind == CHAFF and not variant.catches) or not (variant.bodies or variant.append):
+                    raise ValueError(f"{path}: {kind} {variant.name!r}: unknown functions {sorted(unknown)}, or a "
+                                     f"chaff without 'catches', or nothing changed")
+                found.append(variant)
+    return found
+
+
+def variant_source(variant: Variant) -> str:
+    """The reference module of the variant's problem with its bodies replaced and its code appended."""
+    module = PROBLEMS[variant.problem].module
+    text = (samples.REPO_ROOT / "cs336_basics" / f"{module}.py").read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    for block in sorted(find_blocks(text), key=lambda b: b.begin, reverse=True):
+        if block.qualname in variant.bodies:
+            body = textwrap.indent(textwrap.dedent(variant.bodies[block.qualname]).strip("\n") + "\n", block.indent)
+            lines[block.begin + 1 : block.end] = [body]
+    source = "".join(lines) + ("\n\n" + textwrap.dedent(variant.append).strip() + "\n" if variant.append else "")
+    ast.parse(source, f"{module}.py ({variant.key})")
+    return source
+
+
+def build(variant: Variant, dest: Path) -> Path:
+    """`dest`/cs336_basics: the reference with the variant's module in place of its own."""
+    package = samples.reference(dest)
+    (package / f"{PROBLEMS[variant.problem].module}.py").write_text(variant_source(variant), encoding="utf-8")
+    return dest
+
+
+def dependents() -> dict[int, set[int]]:
+    """For each problem, the other problems whose modules import its module (Problem 7's Linear
+    uses Problem 6's trunc_normal_init): a variant of a problem can cost points there too."""
+    by_module = {problem.module: number for number, problem in PROBLEMS.items()}
+    found: dict[int, set[int]] = {number: set() for number in PROBLEMS}
+    for number, problem in PROBLEMS.items():
+        tree = ast.parse((samples.REPO_ROOT / "cs336_basics" / f"{problem.module}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cs336_basics."):
+                imported = by_module.get(node.module.split(".", 1)[1])
+                if imported is not None and imported != number:
+                    found[imported].add(number)
+    return found
