@@ -126,6 +126,8 @@ def run_load_checkpoint(
     iteration, raised = None, None
     try:
         iteration = checkpoint.load_checkpoint(source, model, optimizer)
+    except NotImplementedError:
+        raise  # a stub is not an answer to report: the test fails on it directly
     except Exception as error:  # noqa: BLE001 - the test decides which exceptions are right
         raised = error
     return {"iteration": iteration, "raised": raised, "model": model.state_dict(), "optimizer": optimizer.state_dict()}

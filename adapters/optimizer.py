@@ -83,7 +83,8 @@ def _torch_adagrad_watch() -> Iterator[list[str]]:
 @routed
 def run_adagrad_step_with_closure(param: torch.Tensor, grad: torch.Tensor, loss: float) -> dict:
     """One AdaGrad step given a closure that returns `loss`: {"returned": what step() returned,
-    "closure_calls": how often the closure ran, "param": the parameter afterwards}."""
+    "closure_calls": how often the closure ran, "grad_enabled": torch.is_grad_enabled() inside each
+    call of the closure, "param": the parameter afterwards}."""
     from cs336_basics import optimizer
 
     tensor = torch.nn.Parameter(param.detach().clone())
@@ -91,11 +92,11 @@ def run_adagrad_step_with_closure(param: torch.Tensor, grad: torch.Tensor, loss:
     calls = []
 
     def closure() -> float:
-        calls.append(1)
+        calls.append(torch.is_grad_enabled())
         return loss
 
     returned = optimizer.AdaGrad([tensor], lr=0.1).step(closure)
-    return {"returned": returned, "closure_calls": len(calls), "param": tensor.detach().clone()}
+    return {"returned": returned, "closure_calls": len(calls), "grad_enabled": calls, "param": tensor.detach().clone()}
 
 
 @routed

@@ -5,6 +5,7 @@ Handout: handout/10_checkpoint.md.
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 import tempfile
@@ -24,9 +25,10 @@ def save_checkpoint(
     and the iteration, as a dict with keys "model", "optimizer" and "iteration", with torch.save.
 
     The file must load with torch.load(..., weights_only=True). When `out` is a path, write
-    atomically: write a temporary file in the same folder, then rename it over `out`, so that a
-    failure part-way leaves any previous checkpoint at `out` intact and no temporary file behind.
-    When `out` is a binary file object, write to it.
+    atomically and durably: write a temporary file in the same folder, flush it to disk
+    (os.fsync), then rename it over `out`, so that a failure part-way leaves any previous
+    checkpoint at `out` intact and no temporary file behind. When `out` is a binary file object,
+    write to it and leave it open (it is the caller's).
     """
     # BEGIN SOLUTION
     checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": int(iteration)}
@@ -56,8 +58,9 @@ def load_checkpoint(
 
     Raises:
         ValueError: `src` is not a readable checkpoint (truncated, not a torch file, or a torch
-            file without the "model", "optimizer" and "iteration" entries). The message names
-            `src`. `model` and `optimizer` are left unchanged.
+            file without the "model", "optimizer" and "iteration" entries), or not one of this
+            model and optimizer (strictly: no tensor missing or extra). The message names `src`.
+            `model` and `optimizer` are both left as they were.
     """
     # BEGIN SOLUTION
     name = src if isinstance(src, (str, os.PathLike)) else getattr(src, "name", "the checkpoint file object")
@@ -68,12 +71,15 @@ def load_checkpoint(
     if not isinstance(checkpoint, dict) or any(key not in checkpoint for key in CHECKPOINT_KEYS):
         found = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f"{name} is not a checkpoint: expected keys {list(CHECKPOINT_KEYS)}, found {found}")
+    # state_dict() returns the live tensors, which load_state_dict writes into: back up copies.
     model_before = {k: v.clone() for k, v in model.state_dict().items()}
+    optimizer_before = copy.deepcopy(optimizer.state_dict())
     try:
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
     except (RuntimeError, ValueError, KeyError) as error:
         model.load_state_dict(model_before)
+        optimizer.load_state_dict(optimizer_before)
         raise ValueError(f"{name} does not match this model and optimizer: {error}") from error
     return int(checkpoint["iteration"])
     # END SOLUTION

@@ -150,8 +150,9 @@ def underflows_to_zero(value: float, dtype: torch.dtype) -> bool:
 
     Args:
         value: a nonzero finite Python float. PyTorch narrows a float64 to a 16- or 8-bit format
-            through float32, rounding twice; the graded values are never within a float32 rounding
-            step of a tie, so rounding once or twice gives the same answer for them.
+            through float32, rounding twice. The graded values are either exactly representable
+            in float32 (an exact tie such as half the smallest subnormal among them, which rounds
+            to even: zero) or far from a tie, so rounding once or twice gives the same answer.
         dtype: a floating-point torch dtype.
 
     Returns:
@@ -197,7 +198,8 @@ def max_trainable_parameters(num_devices: int, bytes_per_device: int, optimizer:
 
     Args:
         num_devices: number of accelerators.
-        bytes_per_device: memory of each, in bytes (an H100: 80e9).
+        bytes_per_device: memory of each, in bytes, an integer (an H100, by the lecture's round
+            convention: 80 * 10**9).
         optimizer, precision: as in `bytes_per_parameter`.
 
     Returns:

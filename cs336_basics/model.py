@@ -34,7 +34,7 @@ class Linear(nn.Module):
 
 class Cruncher(nn.Module):
     """`num_layers` Linear(dim, dim) layers applied in order, then a Linear(dim, 1) head whose
-    output is squeezed to one number per example.
+    output is squeezed to one number per example. `num_layers` may be 0: then the head alone.
 
     Attributes:
         layers: an nn.ModuleList of the `num_layers` Linear(dim, dim) layers, so their parameters

@@ -56,7 +56,8 @@ def storage_index(index: tuple[int, ...], strides: Strides, offset: int = 0) -> 
 def is_contiguous(shape: Shape, strides: Strides) -> bool:
     """Whether (shape, strides) is row-major contiguous, by PyTorch's rule (`Tensor.is_contiguous()`).
 
-    Dimensions of size 1 may have any stride, and a tensor with no elements is always contiguous.
+    Dimensions of size 1 may have any stride, a tensor with no elements is always contiguous, and
+    so is a 0-d layout (shape ()).
 
     Args:
         shape: the sizes.
@@ -199,7 +200,8 @@ def materialize(
     """Build a new contiguous tensor holding the elements a view with this layout would see.
 
     Equivalent to `torch.as_strided(storage, shape, strides, offset).clone()`, written without
-    `as_strided` (or any other function that makes a strided view for you).
+    any function that makes a strided view for you: not `torch.as_strided` or `Tensor.as_strided`,
+    not `Tensor.set_`, not numpy's `stride_tricks.as_strided`. Compute the storage indices yourself.
 
     Args:
         storage: the flat storage, a 1-D tensor.

@@ -236,8 +236,17 @@ def _validate(args: argparse.Namespace) -> int:
     from staff.validate.run import main_validate
 
     problems = set(args.problem) if args.problem else None
+    jobs = args.jobs or os.cpu_count() or 1
+    if args.mutants:
+        from staff.validate.mutants import main_mutants
+
+        return main_mutants(sorted(problems or range(1, 11)), jobs)
+    if args.flaky:
+        from staff.validate.flaky import main_flaky
+
+        return main_flaky(args.flaky, jobs)
     try:
-        return main_validate(args.sample, problems, args.jobs or os.cpu_count() or 1)
+        return main_validate(args.sample, problems, jobs)
     except ValueError as error:
         print(f"staff validate: {error}", file=sys.stderr)
         return 2
@@ -258,6 +267,10 @@ def _add_validate(commands) -> None:
                           help="only the variants of problem N (repeatable); the stubs are then not graded")
     validate.add_argument("-j", "--jobs", type=int, default=None,
                           help="implementations graded at once (default: cores)")
+    validate.add_argument("--mutants", action="store_true",
+                          help="instead: mutation testing of the solution bodies (about 20 minutes on 2 cores)")
+    validate.add_argument("--flaky", type=int, metavar="RUNS", default=0,
+                          help="instead: run both suites on the reference RUNS times, shuffled, with other seeds")
     validate.set_defaults(run=_validate)
 
 

@@ -45,9 +45,10 @@ PROBLEMS: dict[int, Problem] = {
     5: Problem("Backward by hand", "handout/05_backward.md", 6, "backward"),
     6: Problem("Initialization", "handout/06_init.md", 5, "init"),
     7: Problem("The model", "handout/07_model.md", 6, "model"),
-    8: Problem("AdaGrad", "handout/08_adagrad.md", 8, "optimizer"),
-    9: Problem("Memmap data loader", "handout/09_data.md", 8, "data"),
+    8: Problem("AdaGrad", "handout/08_adagrad.md", 9, "optimizer"),
+    9: Problem("Memmap data loader", "handout/09_data.md", 9, "data"),
     10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 8, "checkpoint"),
+    11: Problem("Train it", "handout/11_train.md", 7, "train"),
 }
 NO_GPU_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
 MAX_OUTPUT_CHARS = 4000

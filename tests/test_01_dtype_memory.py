@@ -64,7 +64,7 @@ def test_decode_float32_worked_example():
                                              expected=0.15625, got=got, see=f"{SEE} §1.2")
 
 
-def check_every_pattern(name: str, patterns: list[int], values: list[float]) -> None:
+def check_every_pattern(name: str, patterns: list[int], values: list[float], section: str) -> None:
     """Decode each pattern and compare with the value PyTorch (or struct) reads from the same bits."""
     exponent_bits, mantissa_bits, finite_only = FLOAT_FORMATS[name]
     decoded = A.run_decode_float_bits_many(patterns, exponent_bits, mantissa_bits, finite_only)
@@ -74,7 +74,7 @@ def check_every_pattern(name: str, patterns: list[int], values: list[float]) -> 
                 f"{name} pattern {bits:#x} decoded wrong (checked against tensor.view({name}))",
                 inputs=f"bits={bits:#x}, exponent_bits={exponent_bits}, mantissa_bits={mantissa_bits}, "
                        f"finite_only={finite_only}",
-                expected=value, got=got, see=f"{SEE} §1.2"))
+                expected=value, got=got, see=f"{SEE} {section}"))
 
 
 @pytest.mark.points(3)
@@ -82,7 +82,7 @@ def check_every_pattern(name: str, patterns: list[int], values: list[float]) -> 
 def test_decode_every_16_bit_pattern(name):
     signed = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16)
     patterns = signed.to(torch.int32) & 0xFFFF
-    check_every_pattern(name, patterns.tolist(), signed.view(getattr(torch, name)).to(torch.float64).tolist())
+    check_every_pattern(name, patterns.tolist(), signed.view(getattr(torch, name)).to(torch.float64).tolist(), "§1.2")
 
 
 @pytest.mark.points(2)
@@ -90,7 +90,7 @@ def test_decode_every_16_bit_pattern(name):
 def test_decode_every_8_bit_pattern(name):
     patterns = torch.arange(256, dtype=torch.int32)
     values = patterns.to(torch.uint8).view(getattr(torch, name)).to(torch.float64)
-    check_every_pattern(name, patterns.tolist(), values.tolist())
+    check_every_pattern(name, patterns.tolist(), values.tolist(), "§1.2")
 
 
 @pytest.mark.points(2)
@@ -98,12 +98,12 @@ def test_decode_float32_and_float64_samples():
     special32 = [0, 0x80000000, 1, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x3F800000]
     patterns = torch.tensor(special32 + torch.randint(0, 2**32, (3000,), dtype=torch.int64).tolist())
     as_int32 = torch.where(patterns >= 2**31, patterns - 2**32, patterns).to(torch.int32)
-    check_every_pattern("float32", patterns.tolist(), as_int32.view(torch.float32).to(torch.float64).tolist())
+    check_every_pattern("float32", patterns.tolist(), as_int32.view(torch.float32).to(torch.float64).tolist(), "§1.2")
     # float64 has no wider type to compare in, so read each pattern with struct.
     bits64 = [0, 1 << 63, 1, 0x7FF0000000000000, 0x7FF8000000000000, 0x000FFFFFFFFFFFFF]
     bits64 += torch.randint(0, 2**62, (500,), dtype=torch.int64).mul(2).add(torch.randint(0, 2, (500,))).tolist()
     values = [struct.unpack("<d", struct.pack("<Q", b))[0] for b in bits64]
-    check_every_pattern("float64", bits64, values)
+    check_every_pattern("float64", bits64, values, "§1.2")
 
 
 @pytest.mark.points(1)

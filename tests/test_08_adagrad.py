@@ -36,9 +36,9 @@ def random_run(steps: int):
     return params, grads
 
 
-def check_params(got, expected, *, what, inputs):
-    for i, (g, e) in enumerate(zip(got, expected)):
-        check_tensor(g, e, **FLOAT64, what=f"{what}: parameter {i}", inputs=inputs, see=f"{SEE} §8.1")
+def check_params(got, expected, *, what, inputs, section):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        check_tensor(g, e, **FLOAT64, what=f"{what}: parameter {i}", inputs=inputs, see=f"{SEE} {section}")
 
 
 @pytest.mark.points(3)
@@ -47,7 +47,7 @@ def test_adagrad_follows_the_update_rule():
     got = A.run_adagrad(params, grads, lr=0.1)
     inputs = f"two float64 parameters {SHAPES}, 4 steps, gradients from 1e-4 to 10, lr=0.1"
     check_params(got["params"], adagrad_by_hand(params, grads, [0.1, 0.1])[0], what="parameters after 4 steps",
-                 inputs=inputs)
+                 inputs=inputs, section="§8.1")
     assert not got["torch_adagrad_used"], explain("AdaGrad must implement the rule itself", inputs=inputs,
                                                   expected="torch.optim.Adagrad not used", got="it was used",
                                                   see=f"{SEE} §8.1")
@@ -58,7 +58,8 @@ def test_adagrad_default_lr_is_0_01():
     params, grads = random_run(2)
     got = A.run_adagrad(params, grads)
     check_params(got["params"], adagrad_by_hand(params, grads, [0.01, 0.01])[0],
-                 what="parameters after 2 steps with the default lr", inputs="AdaGrad(params) with no lr given")
+                 what="parameters after 2 steps with the default lr", inputs="AdaGrad(params) with no lr given",
+                 section="§8.1")
 
 
 @pytest.mark.points(1)
@@ -80,7 +81,8 @@ def test_adagrad_param_groups_keep_their_own_lr():
     params, grads = random_run(3)
     got = A.run_adagrad(params, grads, groups=[{"params": [0], "lr": 0.3}, {"params": [1]}], lr=0.05)
     check_params(got["params"], adagrad_by_hand(params, grads, [0.3, 0.05])[0], what="parameters after 3 steps",
-                 inputs="groups [{params: [p0], lr: 0.3}, {params: [p1]}], AdaGrad(groups, lr=0.05)")
+                 inputs="groups [{params: [p0], lr: 0.3}, {params: [p1]}], AdaGrad(groups, lr=0.05)",
+                 section="§8.2")
 
 
 @pytest.mark.points(1)
@@ -91,7 +93,7 @@ def test_adagrad_skips_parameters_without_a_gradient():
     got = A.run_adagrad(params, grads, lr=0.1)
     check_params(got["params"], adagrad_by_hand(params, grads, [0.1, 0.1])[0],
                  what="parameters after 3 steps (a None gradient leaves its parameter and g2 alone)",
-                 inputs="3 steps; p1.grad is None in step 1, p0.grad is None in step 3")
+                 inputs="3 steps; p1.grad is None in step 1, p0.grad is None in step 3", section="§8.2")
     never = A.run_adagrad(params, [[g[0], None] for g in grads], lr=0.1)
     inputs = "3 steps in which p1.grad is always None"
     check_equal(sorted(never["state_dict"]["state"]), [0], what="parameters with optimizer state (p1 never had a "

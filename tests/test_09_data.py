@@ -1,6 +1,6 @@
 """Problem 9: token files and batches. Token files are written here with numpy's tofile(); expected
 windows are read back from the array the test wrote; start positions are counted over many seeded
-draws against bounds 5 standard errors wide. How much of a file a call read is measured in the
+draws against bounds START_SIGMAS standard errors wide. How much of a file a call read is measured in the
 operating system's page cache, on a fresh sparse file."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, e
 
 pytestmark = pytest.mark.problem(9)
 SEE = "handout/09_data.md"
+START_SIGMAS = 5.5  # each start's count: a correct sampler passes all ten bounds but for 4e-7 per run
 
 
 def write_tokens(path, tokens: np.ndarray) -> str:
@@ -90,7 +91,7 @@ def test_get_batch_starts_are_uniform_over_every_valid_start(seed_everything):
     inputs = f"{len(tokens)} tokens, context_length={context_length}: starts 0..{valid_starts - 1} are valid; " \
              f"{draws} windows"
     expected, p = draws / valid_starts, 1 / valid_starts
-    slack = 5 * math.sqrt(draws * p * (1 - p))
+    slack = START_SIGMAS * math.sqrt(draws * p * (1 - p))
     check_equal(counts[valid_starts:].tolist(), [0] * context_length, what="windows starting past the last valid start",
                 inputs=inputs, see=f"{SEE} §9.2")
     ok = all(abs(c - expected) <= slack for c in counts[:valid_starts])

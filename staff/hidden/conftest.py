@@ -22,4 +22,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                            HealthCheck.data_too_large],
 )
+# For the staff's flakiness runs (`staff validate --flaky`): new examples on every run, seeded by
+# --hypothesis-seed, chosen with --hypothesis-profile=shuffled.
+settings.register_profile("shuffled", settings.get_profile("grading"), derandomize=False)
 settings.load_profile("grading")

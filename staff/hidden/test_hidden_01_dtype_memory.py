@@ -143,12 +143,16 @@ def test_underflow_near_the_smallest_subnormal(seed_everything):
             stored = torch.tensor(value, dtype=torch.float64).to(dtype).to(torch.float64)
             check_equal(A.run_underflows_to_zero(value, name), bool(stored == 0), what="underflows to zero (as "
                         "torch stores it: round to nearest, ties to even)", inputs=(value, name), see=f"{SEE} §1.4")
+    # Every nonzero Python float is a float64, so none underflows there (float32 would lose them all).
+    for value in [1e-300, -1e-300, 2.0**-1074, 1e-46]:
+        check_equal(A.run_underflows_to_zero(value, "float64"), False, what="underflows to zero in float64",
+                    inputs=(value, "float64"), see=f"{SEE} §1.4")
 
 
 @pytest.mark.points(1)
 def test_max_trainable_parameters_is_exact_for_huge_clusters():
     cases = [(100_000, 141 * 10**9 + 3, "adamw", "bf16_mixed"), (7, 2**60 + 1, "sgd", "float32"),
-             (1, 15, "adagrad", "float32"), (3, 11, "adamw", "float32")]
+             (1, 15, "adagrad", "float32"), (3, 11, "adamw", "float32"), (1, 2**60 + 24, "sgd", "float32")]
     per = {("adamw", "bf16_mixed"): 16, ("sgd", "float32"): 8, ("adagrad", "float32"): 12, ("adamw", "float32"): 16}
     for devices, memory, optimizer, precision in cases:
         check_equal(A.run_max_trainable_parameters(devices, memory, optimizer, precision),

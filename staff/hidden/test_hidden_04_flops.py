@@ -77,7 +77,7 @@ SCRIPTS = [(1, 1, [0.5, 0.05]), (3, 3, [0.3, 0.3, 0.3, 0.5, 0.1, 0.02]), (2, 4, 
 def test_time_matmul_with_other_warmup_and_trial_counts():
     for warmup, trials, delays in SCRIPTS:
         got = A.run_time_matmul(4, 4, 4, "float32", "cpu", warmup, trials, None, delays)
-        check_median_of_trials(got, warmup, trials, delays)
+        check_median_of_trials(got, warmup, trials, delays, "§4.5")
 
 
 @pytest.mark.points(1)

@@ -101,3 +101,11 @@ def test_training_step_flops_is_exact():
     for B, P in [(2**20 + 1, 10**15 + 7), (3, 0)]:
         check_equal(A.run_training_step_flops(B, P), 6 * B * P, what="FLOPs of one training step (6 * B * P, exact)",
                     inputs=f"batch_size={B}, num_parameters={P}", see=f"{SEE} §8.3")
+
+
+@pytest.mark.points(1)
+def test_adagrad_closure_runs_with_gradients_enabled():
+    got = A.run_adagrad_step_with_closure(torch.tensor([1.0, -2.0]), torch.tensor([0.5, 0.5]), 1.5)
+    check_equal(got["grad_enabled"], [True], inputs="AdaGrad([p], lr=0.1).step(closure)", see=f"{SEE} §8.2",
+                what="torch.is_grad_enabled() inside the closure, per call (a closure runs forward and backward, "
+                     "so step must call it under torch.enable_grad())")

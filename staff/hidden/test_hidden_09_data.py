@@ -8,6 +8,8 @@ PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's sour
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -124,3 +126,21 @@ def test_get_batch_reads_a_uint16_file_sparsely(tmp_path, seed_everything):
     limit = path.stat().st_size // 4
     assert read <= limit, explain("bytes of the file read (page cache) by open_tokens + get_batch", inputs=inputs,
                                   expected=f"at most {limit} (a quarter of the file)", got=read, see=f"{SEE} §9.3")
+
+
+@pytest.mark.points(1)
+def test_open_tokens_size_error_gives_both_numbers(tmp_path):
+    path = tmp_path / "odd.bin"
+    path.write_bytes(bytes(1003))
+    inputs = "open_tokens of a 1003-byte file as int64 (8 bytes a token)"
+    try:
+        A.run_open_tokens(str(path), "int64")
+    except ValueError as error:
+        message = str(error)
+    else:
+        raise AssertionError(explain("open_tokens of a wrong size", inputs=inputs, expected="ValueError",
+                                     got="returned", see=f"{SEE} §9.1"))
+    numbers = re.findall(r"\d+", message)
+    assert "1003" in numbers and "8" in numbers, explain(
+        "the ValueError's message must give the file's size and the item size", inputs=inputs,
+        expected="a message with 1003 and 8 in it", got=message, see=f"{SEE} §9.1")

@@ -20,7 +20,8 @@ PACKAGE = "cs336_basics"
 SHIPPED_FOLDERS = (PACKAGE, "adapters", "tests", "handout")
 STUDENT_README = "STUDENT_README.md"  # becomes the release's README.md
 SHIPPED_FILES = {"README.md": STUDENT_README, "pyproject.toml": "pyproject.toml", "uv.lock": "uv.lock",
-                 "make_submission.sh": "make_submission.sh", ".gitignore": ".gitignore"}
+                 "make_submission.sh": "make_submission.sh", ".gitignore": ".gitignore",
+                 "CHANGELOG.md": "CHANGELOG.md", ".python-version": ".python-version"}
 TOP_LEVEL = frozenset(SHIPPED_FOLDERS) | frozenset(SHIPPED_FILES)
 EXECUTABLE = frozenset({"make_submission.sh"})
 

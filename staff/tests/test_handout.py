@@ -3,7 +3,9 @@ and no leaked answers."""
 
 from __future__ import annotations
 
+import ast
 import re
+import tomllib
 
 import pytest
 
@@ -93,3 +95,30 @@ def test_each_page_lists_exactly_its_public_tests_and_no_hidden_one(tests):
                                  f"and misses {sorted(public - listed)}"
         named = sorted(name for name in hidden if name in text)
         assert not named, f"{problem.handout} names hidden tests: {named}"
+
+
+def test_each_public_test_points_to_the_section_its_table_row_names():
+    """A test's messages cite the section the handout's Tests table gives for it, in the test's own
+    body (a helper that hard-codes a section would send every caller's failures to that one)."""
+    wrong = []
+    for number, problem in PROBLEMS.items():
+        table = dict(re.findall(r"^\| `(test_\w+)`[^|]*\| (§\d+\.\d+) \|", (REPO_ROOT / problem.handout).read_text(),
+                                re.MULTILINE))
+        source_file = next((REPO_ROOT / "tests").glob(f"test_{number:02d}_*.py"))
+        source = source_file.read_text()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and node.name in table:
+                cited = set(re.findall(r"§\d+\.\d+", ast.get_source_segment(source, node)))
+                if table[node.name] not in cited:
+                    wrong.append(f"{source_file.name}::{node.name} cites {sorted(cited)}; its row: {table[node.name]}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_version_is_the_same_in_pyproject_handout_and_changelog():
+    """A release says one version: pyproject.toml's, shown at the top of the handout and as the
+    newest CHANGELOG entry (catches a bump made in one place only)."""
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    handout = (REPO_ROOT / "handout" / "README.md").read_text(encoding="utf-8")
+    assert f"Version {version}." in handout.split("\n## ", 1)[0], f"handout/README.md does not say Version {version}."
+    entries = re.findall(r"^## (\S+)", (REPO_ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.MULTILINE)
+    assert entries and entries[0] == version, f"CHANGELOG.md's newest entry is {entries[:1]}, pyproject says {version}"

@@ -90,8 +90,9 @@ def build(variant: Variant, dest: Path) -> Path:
 
 
 def dependents() -> dict[int, set[int]]:
-    """For each problem, the other problems whose modules import its module (Problem 7's Linear
-    uses Problem 6's trunc_normal_init): a variant of a problem can cost points there too."""
+    """For each problem, the other problems whose modules import its module, directly or through
+    another (Problem 7's Linear uses Problem 6's trunc_normal_init, and Problem 11 trains Problem
+    7's model): a variant of a problem can cost points there too."""
     by_module = {problem.module: number for number, problem in PROBLEMS.items()}
     found: dict[int, set[int]] = {number: set() for number in PROBLEMS}
     for number, problem in PROBLEMS.items():
@@ -101,4 +102,11 @@ def dependents() -> dict[int, set[int]]:
                 imported = by_module.get(node.module.split(".", 1)[1])
                 if imported is not None and imported != number:
                     found[imported].add(number)
+    changed = True
+    while changed:  # the transitive closure: tiny, so a fixed-point loop is clearest
+        changed = False
+        for number, users in found.items():
+            wider = users.union(*(found[user] for user in users)) - {number}
+            if wider != users:
+                found[number], changed = wider, True
     return found

@@ -1,0 +1,109 @@
+"""Problem 11 adapters: a whole training run (handout/11_train.md).
+
+The config goes in as a plain dict of TrainConfig's fields; what the run left behind comes out as
+tensors and numbers, together with what instruments saw while it ran: the dtypes every matmul ran
+in, and after each optimizer step the bytes that parameters, gradients and optimizer state held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+import torch.optim.optimizer as torch_optimizer_module
+
+from adapters._instrument import ScriptedMatmuls
+from adapters._route import routed
+
+
+def _tensors(value) -> Iterator[torch.Tensor]:
+    """Every tensor inside a (nested) optimizer state value."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+@contextmanager
+def _held_after_each_step() -> Iterator[list[dict]]:
+    """After every optimizer step taken inside the block (any torch.optim.Optimizer subclass), one
+    record: bytes held by the parameters, their gradients and the optimizer state, the parameter
+    count, and the dtypes of each kind."""
+    records: list[dict] = []
+
+    def measure(optimizer, args, kwargs) -> None:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        grads = [p.grad for p in params if p.grad is not None]
+        state = [t for s in optimizer.state.values() for t in _tensors(s)]
+        records.append({
+            "parameters": sum(p.numel() for p in params),
+            "parameter_bytes": sum(_nbytes(p) for p in params),
+            "gradient_bytes": sum(_nbytes(g) for g in grads),
+            "state_bytes": sum(_nbytes(t) for t in state),
+            "parameter_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in params}),
+            "gradient_dtypes": sorted({str(g.dtype).removeprefix("torch.") for g in grads}),
+            "state_dtypes": sorted({str(t.dtype).removeprefix("torch.") for t in state if t.is_floating_point()}),
+        })
+
+    handle = torch_optimizer_module.register_optimizer_step_post_hook(measure)
+    try:
+        yield records
+    finally:
+        handle.remove()
+
+
+@routed
+def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, resume_from: str | None = None) -> dict:
+    """train(data_path, TrainConfig(**config), checkpoint_dir, resume_from), watched.
+
+    Returns:
+        {"losses": the losses train returned, as floats,
+         "parameters": the model's state_dict() afterwards (copied),
+         "optimizer_state": the tensors of each parameter's optimizer state, {index: {key: tensor}},
+         "gradients_left": names of parameters whose .grad is not None after train returned,
+         "matmul_dtypes": sorted dtypes of the operands of every matmul the run did (forward and backward),
+         "matmuls": how many matmuls ran,
+         "learning_rates": the "lr" of each of the optimizer's param groups,
+         "steps": one record per optimizer step (see _held_after_each_step)}.
+    """
+    from cs336_basics import train
+
+    settings = train.TrainConfig(**config)
+    with _held_after_each_step() as steps, ScriptedMatmuls() as matmuls:
+        result = train.train(data_path, settings, checkpoint_dir=checkpoint_dir, resume_from=resume_from)
+    model, optimizer = result.model, result.optimizer
+    state = {index: {key: value.detach().clone() for key, value in s.items() if isinstance(value, torch.Tensor)}
+             for index, s in optimizer.state_dict()["state"].items()}
+    return {
+        "losses": [float(loss) for loss in result.losses],
+        "parameters": {name: value.detach().clone() for name, value in model.state_dict().items()},
+        "optimizer_state": state,
+        "gradients_left": [name for name, p in model.named_parameters() if p.grad is not None],
+        "matmul_dtypes": sorted(matmuls.dtypes),
+        "matmuls": matmuls.calls,
+        "learning_rates": [float(group["lr"]) for group in optimizer.param_groups],
+        "steps": steps,
+    }
+
+
+@routed
+def run_step_batch(tokens: np.ndarray, config: dict, step: int) -> dict:
+    """step_batch(tokens, TrainConfig(**config), step), next to what the student's own get_batch
+    draws from a generator seeded with config's seed + step: {"x", "y", "inputs", "targets"}."""
+    from cs336_basics import data, train
+
+    settings = train.TrainConfig(**config)
+    x, y = train.step_batch(tokens, settings, step)
+    generator = torch.Generator().manual_seed(settings.seed + step)
+    inputs, targets = data.get_batch(tokens, settings.batch_size, settings.dim, generator=generator)
+    return {"x": x, "y": y, "inputs": inputs, "targets": targets}

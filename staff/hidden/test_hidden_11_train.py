@@ -1,0 +1,80 @@
+"""Hidden tests, Problem 11: other widths, depths, seeds and precisions; resuming at every step and
+in mixed precision; a resumed run that keeps its checkpoint schedule; a schedule with nowhere to
+save; and step_batch on another vocabulary, with an expected value written here, not drawn from the
+student's get_batch.
+
+PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from adapters import train as A
+from tests.checks import check_equal, check_raises, check_tensor
+from tests.test_11_train import check_loss_falls, check_resumes_exactly, described, token_file
+
+pytestmark = pytest.mark.problem(11)
+SEE = "handout/11_train.md"
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("config", [
+    {"dim": 8, "num_layers": 0, "seed": 4, "num_steps": 100, "lr": 0.2},
+    {"dim": 12, "num_layers": 3, "batch_size": 16, "seed": 9, "num_steps": 100, "mixed_precision": True, "lr": 0.05},
+], ids=["head-alone", "deeper-mixed"])
+def test_the_loss_falls_for_other_models_and_seeds(tmp_path, config):
+    got = A.run_train(token_file(tmp_path / "data", seed=2), config)
+    inputs = f"{described(config)} on walk_tokens(20000, 1024, 2)"
+    check_equal(got["learning_rates"], [config["lr"]], inputs=inputs, see=f"{SEE} §11.2",
+                what="the lr of your AdaGrad's param groups")
+    check_loss_falls(got["losses"], steps=100, inputs=inputs, section="§11.2")
+
+
+@pytest.mark.points(1)
+def test_resuming_at_every_step_is_bit_identical(tmp_path):
+    check_resumes_exactly(tmp_path, {"num_steps": 5, "dim": 6, "checkpoint_every": 1}, [1, 2, 3, 4, 5], "§11.3")
+
+
+@pytest.mark.points(1)
+def test_resuming_in_mixed_precision_is_bit_identical(tmp_path):
+    check_resumes_exactly(tmp_path, {"num_steps": 7, "checkpoint_every": 3, "mixed_precision": True}, [3, 6],
+                          "§11.4")
+
+
+@pytest.mark.points(1)
+def test_a_resumed_run_keeps_its_checkpoint_schedule(tmp_path):
+    config = {"num_steps": 11, "checkpoint_every": 4}
+    data = token_file(tmp_path / "data")
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    A.run_train(data, {**config, "num_steps": 4}, checkpoint_dir=str(first))
+    got = A.run_train(data, config, checkpoint_dir=str(second), resume_from=str(first / "step_000004.pt"))
+    inputs = f"{described(config)}, resumed from step_000004.pt into an empty checkpoint_dir"
+    check_equal(sorted(p.name for p in second.iterdir()), ["step_000008.pt"], inputs=inputs, see=f"{SEE} §11.3",
+                what="the files the resumed run saved (steps 8 is the only multiple of 4 in 5..11)")
+    check_equal(len(got["losses"]), 7, inputs=inputs, see=f"{SEE} §11.3", what="losses of the resumed run (steps 4-10)")
+
+
+@pytest.mark.points(1)
+def test_a_checkpoint_schedule_without_a_folder_raises_value_error(tmp_path):
+    data = token_file(tmp_path / "data")
+    check_raises(ValueError, A.run_train, data, {"num_steps": 4, "checkpoint_every": 2}, None,
+                 what="train with checkpoint_every=2 and checkpoint_dir=None", see=f"{SEE} §11.3")
+
+
+@pytest.mark.points(1)
+def test_step_batch_of_the_only_window(tmp_path):
+    vocab, dim = 1000, 5
+    tokens = np.array([999, 0, 17, 500, 3, 998], dtype=np.uint16)  # dim + 1 tokens: one valid window
+    config = {"dim": dim, "batch_size": 3, "vocab_size": vocab, "seed": 11}
+    got = A.run_step_batch(tokens, config, 2)
+    inputs = f"tokens {tokens.tolist()}, {described(config)}, step 2"
+    window = torch.tensor(tokens.astype(np.float32))
+    check_tensor(got["x"], (window[:dim] / vocab).expand(3, dim).contiguous(), rtol=1e-6, inputs=inputs,
+                 see=f"{SEE} §11.1", what="x: every row is the only window, tokens / vocab_size")
+    check_tensor(got["y"], torch.full((3,), 998 / vocab, dtype=torch.float32), rtol=1e-6, inputs=inputs,
+                 see=f"{SEE} §11.1", what="y: the token after the window / vocab_size")

@@ -1,0 +1,186 @@
+"""Mutation testing of the solution bodies: small changes a suite must notice.
+
+A small operator set over the reference's solution bodies only (code outside the markers is what
+students are given): arithmetic and augmented assignments swapped (+ -, * /, // /, ** *), comparisons
+flipped or shifted (< <=, == !=, in / not in), `and`/`or` swapped, `not` dropped, integer constants
+moved by one (0 becomes 1), booleans negated, and single statements deleted. Each mutant's problem is
+tested (public and hidden suites, in the student's own process: no sandbox is needed for code we
+wrote) and counts as killed when a test fails. Survivors must be killed by a new test or listed in
+`equivalent.toml` with the reason they cannot be told apart within the spec.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from staff import samples
+from staff.markers import find_blocks
+from tests.grading import PROBLEMS
+
+EQUIVALENT = Path(__file__).resolve().parent / "equivalent.toml"
+SWAPS: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
+                           ast.FloorDiv: ast.Div, ast.Pow: ast.Mult, ast.Mod: ast.FloorDiv,
+                           ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+                           ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
+                           ast.IsNot: ast.Is, ast.And: ast.Or, ast.Or: ast.And, ast.BitAnd: ast.BitOr,
+                           ast.BitOr: ast.BitAnd, ast.LShift: ast.RShift, ast.RShift: ast.LShift}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    problem: int
+    module: str
+    line: int  # 1-based, in the reference module
+    column: int  # byte offset in that line (the ast's convention)
+    end_line: int
+    end_column: int
+    operator: str
+    original: str  # the source text replaced
+    replacement: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.module}:{self.line}:{self.column}: {self.original} -> {self.replacement}"
+
+
+def _changes(node: ast.AST) -> Iterator[tuple[str, ast.AST | None]]:
+    """(operator name, replacement node or None to delete) for one node."""
+    if isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in SWAPS:
+        yield f"swap {type(node.op).__name__}", type(node)(**{**vars(node), "op": SWAPS[type(node.op)]()})
+    elif isinstance(node, ast.BoolOp) and type(node.op) in SWAPS:
+        yield f"swap {type(node.op).__name__}", ast.BoolOp(op=SWAPS[type(node.op)](), values=node.values)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in SWAPS:
+        yield f"swap {type(node.ops[0]).__name__}", ast.Compare(node.left, [SWAPS[type(node.ops[0])]()],
+                                                                 node.comparators)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not | ast.USub):
+        yield "drop unary", node.operand
+    elif isinstance(node, ast.Constant) and type(node.value) is bool:
+        yield "negate bool", ast.Constant(not node.value)
+    elif isinstance(node, ast.Constant) and type(node.value) is int:
+        yield "int + 1", ast.Constant(node.value + 1)
+        if node.value != 0:
+            yield "int - 1", ast.Constant(node.value - 1)
+    elif isinstance(node, ast.Constant) and type(node.value) is float and node.value not in (0.0,):
+        yield "float * 2", ast.Constant(node.value * 2)
+
+
+def mutants_of(problem: int) -> list[Mutant]:
+    """Every mutant of the problem's solution bodies."""
+    module = PROBLEMS[problem].module
+    text = (samples.REPO_ROOT / "cs336_basics" / f"{module}.py").read_text(encoding="utf-8")
+    inside = set()
+    for block in find_blocks(text):
+        inside |= set(range(block.begin + 2, block.end + 1))  # 1-based lines strictly between the markers
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not hasattr(node, "lineno") or node.lineno not in inside or node.end_lineno not in inside:
+            continue
+        original = ast.get_source_segment(text, node)
+        if original is None:
+            continue
+        where = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        for operator, replacement in _changes(node):
+            found.append(Mutant(problem, module, *where, operator, original, ast.unparse(replacement)))
+        is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.Expr) and not is_docstring:
+            found.append(Mutant(problem, module, *where, "delete statement", original, "pass"))
+    return sorted(set(found), key=lambda m: (m.line, m.column, m.operator, m.replacement))
+
+
+def mutated_source(mutant: Mutant) -> str:
+    """The module with the mutant's one change made, at its exact position."""
+    path = samples.REPO_ROOT / "cs336_basics" / f"{mutant.module}.py"
+    lines = path.read_bytes().splitlines(keepends=True)
+    start = sum(len(line) for line in lines[: mutant.line - 1]) + mutant.column
+    end = sum(len(line) for line in lines[: mutant.end_line - 1]) + mutant.end_column
+    data = b"".join(lines)
+    source = (data[:start] + mutant.replacement.encode() + data[end:]).decode("utf-8")
+    ast.parse(source)
+    return source
+
+
+def killed(mutant: Mutant, timeout_s: float = 300) -> bool | None:
+    """Whether a test of the mutant's problem fails (None: the mutant does not even compile)."""
+    try:
+        source = mutated_source(mutant)
+    except SyntaxError:
+        return None
+    with tempfile.TemporaryDirectory(prefix="staff-mutant-") as scratch:
+        root = Path(scratch)
+        for part in ("adapters", "tests", "pyproject.toml"):
+            source_path = samples.REPO_ROOT / part
+            (shutil.copytree if source_path.is_dir() else shutil.copyfile)(source_path, root / part)
+        (root / "staff").mkdir()
+        (root / "staff" / "__init__.py").touch()
+        shutil.copytree(samples.REPO_ROOT / "staff" / "hidden", root / "staff" / "hidden")
+        package = samples.reference(root)
+        (package / f"{mutant.module}.py").write_text(source, encoding="utf-8")
+        number = f"{mutant.problem:02d}"
+        files = [str(p.relative_to(root)) for p in sorted(root.glob(f"tests/test_{number}_*.py"))
+                 + sorted(root.glob(f"staff/hidden/test_hidden_{number}_*.py"))]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
+        env.update(PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
+        try:
+            done = subprocess.run([sys.executable, "-m", "pytest", *files, "-x", "-q", "--tb=no", "--assert=plain",
+                                   "-p", "no:cacheprovider", f"--timeout={timeout_s:g}"], cwd=root, env=env,
+                                  capture_output=True, timeout=timeout_s * 4)
+        except subprocess.TimeoutExpired:
+            return True  # a mutant that hangs the suite is noticed
+    return done.returncode != 0
+
+
+def equivalents() -> dict[str, str]:
+    """Mutant key -> why it is equivalent within the spec, from equivalent.toml."""
+    if not EQUIVALENT.exists():
+        return {}
+    return {entry["mutant"]: entry["why"] for entry in tomllib.loads(EQUIVALENT.read_text())["equivalent"]}
+
+
+def run(problems: list[int], jobs: int) -> tuple[dict[int, dict[str, int]], list[Mutant]]:
+    """Kill counts per problem and the surviving mutants not listed as equivalent."""
+    mutants = [m for p in problems for m in mutants_of(p)]
+    known = equivalents()
+    counts = {p: {"mutants": 0, "killed": 0, "equivalent": 0, "not compiling": 0} for p in problems}
+    survivors = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool, tqdm(total=len(mutants), unit="mutant", file=sys.stderr) as bar:
+        futures = {pool.submit(killed, m): m for m in mutants}
+        for future in as_completed(futures):
+            mutant, result = futures[future], future.result()
+            row = counts[mutant.problem]
+            row["mutants"] += 1
+            if result is None:
+                row["not compiling"] += 1
+            elif result:
+                row["killed"] += 1
+            elif mutant.key in known:
+                row["equivalent"] += 1
+            else:
+                survivors.append(mutant)
+            bar.update(1)
+    return counts, sorted(survivors, key=lambda m: (m.problem, m.line))
+
+
+def main_mutants(problems: list[int], jobs: int) -> int:
+    counts, survivors = run(problems, jobs)
+    print(f"{'problem':<26}{'mutants':>9}{'killed':>8}{'equiv.':>8}{'survive':>9}{'kill rate':>11}")
+    for number, row in counts.items():
+        live = row["mutants"] - row["not compiling"] - row["equivalent"]
+        rate = row["killed"] / live if live else 1.0
+        survive = live - row["killed"]
+        print(f"{f'{number}. {PROBLEMS[number].title}':<26}{row['mutants']:>9}{row['killed']:>8}"
+              f"{row['equivalent']:>8}{survive:>9}{rate:>10.1%}")
+    for mutant in survivors:
+        print(f"SURVIVED problem {mutant.problem}: {mutant.key}")
+    return 1 if survivors else 0

@@ -1,0 +1,188 @@
+"""Problem 11: a training run put together from Problems 7-10. The data is a random walk over
+token values (written here, from a seeded numpy generator), so the next token is learnable from the
+window before it; every run is small enough to take well under a second on a laptop CPU."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from adapters import train as A
+from tests.checks import check_equal, check_tensor, explain, student_file_bytes
+
+pytestmark = pytest.mark.problem(11)
+SEE = "handout/11_train.md"
+VOCAB = 1024
+# The walk's next token is the last one plus -1, 0 or +1, so even a perfect predictor is off by
+# 2/3 / VOCAB^2 ~ 6e-7 in mean squared error; the reference reaches about 5e-6 in 40-100 steps.
+LOSS_BOUND = 1e-4
+# What AdaGrad training holds per parameter whatever the matmul precision: a float32 weight, its
+# float32 gradient and the float32 g2 (Problem 1's bytes_per_parameter("adagrad", "float32")).
+HELD_BYTES_PER_PARAMETER = 4 + 4 + 4
+
+
+def walk_tokens(num_tokens: int, vocab_size: int, seed: int) -> np.ndarray:
+    """A random walk over 0 .. vocab_size - 1 that starts in the middle and moves -1, 0 or +1 per
+    token, reflected at both ends, as uint16."""
+    steps = np.random.default_rng(seed).integers(-1, 2, num_tokens)
+    position = vocab_size // 2 + np.cumsum(steps)
+    period = 2 * (vocab_size - 1)
+    folded = np.mod(position, period)
+    return np.where(folded < vocab_size, folded, period - folded).astype(np.uint16)
+
+
+def token_file(folder: Path, num_tokens: int = 20_000, vocab_size: int = VOCAB, seed: int = 0) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "walk.u16"
+    walk_tokens(num_tokens, vocab_size, seed).tofile(path)
+    return str(path)
+
+
+def described(config: dict) -> str:
+    return "TrainConfig(" + ", ".join(f"{key}={value!r}" for key, value in config.items()) + ")"
+
+
+def check_loss_falls(losses: list[float], *, steps: int, inputs: str, section: str) -> None:
+    check_equal(len(losses), steps, what="how many losses train returned (one per step run)", inputs=inputs,
+                see=f"{SEE} {section}")
+    finite = all(math.isfinite(loss) for loss in losses)
+    assert finite, explain("every loss must be finite", inputs=inputs, expected="finite floats",
+                           got=[loss for loss in losses if not math.isfinite(loss)][:5], see=f"{SEE} {section}")
+    tail = sum(losses[-10:]) / 10
+    assert tail < LOSS_BOUND, explain(
+        f"the mean loss of the last 10 of {steps} steps", inputs=inputs, expected=f"below {LOSS_BOUND:g}",
+        got=f"{tail:.3g} (first loss {losses[0]:.3g})", see=f"{SEE} {section}")
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("step", [0, 7])
+def test_step_batch_is_get_batch_seeded_with_seed_plus_step(step):
+    config = {"dim": 8, "batch_size": 5, "seed": 3}
+    got = A.run_step_batch(walk_tokens(2000, VOCAB, 1), config, step)
+    inputs = f"walk_tokens(2000, {VOCAB}, 1), {described(config)}, step {step}"
+    see = f"{SEE} §11.1"
+    check_tensor(got["x"], got["inputs"].to(torch.float32) / VOCAB, rtol=1e-6, inputs=inputs, see=see,
+                 what=f"x against your get_batch's inputs (generator seeded with seed + step = {3 + step}) "
+                      "/ vocab_size")
+    check_tensor(got["y"], got["targets"][:, -1].to(torch.float32) / VOCAB, rtol=1e-6, inputs=inputs, see=see,
+                 what="y against your get_batch's targets[:, -1] / vocab_size (the token after each window)")
+
+
+@pytest.mark.points(2)
+def test_the_loss_falls(tmp_path):
+    config = {"num_steps": 100}
+    got = A.run_train(token_file(tmp_path / "data"), config)
+    check_loss_falls(got["losses"], steps=100, inputs=f"{described(config)} on walk_tokens(20000, {VOCAB}, 0)",
+                     section="§11.2")
+
+
+@pytest.mark.points(1)
+def test_the_seed_decides_the_run(tmp_path):
+    data = token_file(tmp_path / "data")
+    config = {"num_steps": 3, "seed": 5}
+    first, again = A.run_train(data, config)["losses"], A.run_train(data, config)["losses"]
+    check_equal(again, first, inputs=f"{described(config)}, twice", see=f"{SEE} §11.2",
+                what="the losses of a second run with the same seed (set_seed(config.seed), then build the model)")
+    other = A.run_train(data, {**config, "seed": 6})["losses"]
+    assert other[0] != first[0], explain("the first loss with seed 6 against seed 5", inputs=described(config),
+                                         expected="different (another initialization)", got=other[0],
+                                         see=f"{SEE} §11.2")
+
+
+@pytest.mark.points(1)
+def test_gradients_are_set_to_none_after_each_step(tmp_path):
+    config = {"num_steps": 5}
+    got = A.run_train(token_file(tmp_path / "data"), config)
+    inputs = f"{described(config)}, then the model's parameters' .grad"
+    check_equal(got["gradients_left"], [], inputs=inputs, see=f"{SEE} §11.2",
+                what="parameters whose .grad is not None after train (zero_grad(set_to_none=True) after each step)")
+    check_equal(len(got["steps"]), 5, inputs=inputs, see=f"{SEE} §11.2",
+                what="optimizer steps taken (your AdaGrad, one per training step)")
+
+
+@pytest.mark.points(1)
+def test_checkpoints_are_saved_every_n_steps(tmp_path):
+    config = {"num_steps": 10, "checkpoint_every": 4}
+    saved = tmp_path / "checkpoints"
+    saved.mkdir()
+    A.run_train(token_file(tmp_path / "data"), config, checkpoint_dir=str(saved))
+    inputs = f"{described(config)}, checkpoint_dir={saved}"
+    check_equal(sorted(p.name for p in saved.iterdir()), ["step_000004.pt", "step_000008.pt"], inputs=inputs,
+                see=f"{SEE} §11.3", what="the files in checkpoint_dir (checkpoint_path(checkpoint_dir, i + 1))")
+    for iteration in (4, 8):
+        loaded = torch.load(io.BytesIO(student_file_bytes(saved / f"step_{iteration:06d}.pt")), weights_only=True)
+        got = loaded.get("iteration") if isinstance(loaded, dict) else type(loaded).__name__
+        check_equal(got, iteration, inputs=inputs, see=f"{SEE} §11.3",
+                    what=f"the \"iteration\" of step_{iteration:06d}.pt (steps done when it was saved)")
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """Keys at which two flat or two-level dicts of tensors differ, bit for bit."""
+    if set(a) != set(b):
+        return [f"keys {sorted(a, key=str)} vs {sorted(b, key=str)}"]
+    found = []
+    for key in a:
+        if isinstance(a[key], dict):
+            found += [f"{key}/{inner}" for inner in differences(a[key], b[key])]
+        elif not (a[key].dtype == b[key].dtype and a[key].shape == b[key].shape and torch.equal(a[key], b[key])):
+            found.append(str(key))
+    return found
+
+
+def check_resumes_exactly(folder: Path, config: dict, resume_at: list[int], section: str) -> None:
+    """Train config straight through, saving checkpoints; resume from each at `resume_at` in a fresh
+    run; the losses after the resume and the final model and optimizer state must match bit for bit."""
+    data = token_file(folder / "data")
+    saved = folder / "straight"
+    saved.mkdir()
+    straight = A.run_train(data, config, checkpoint_dir=str(saved))
+    for iteration in resume_at:
+        again = folder / f"resumed_{iteration}"
+        again.mkdir()
+        source = saved / f"step_{iteration:06d}.pt"
+        got = A.run_train(data, config, checkpoint_dir=str(again), resume_from=str(source))
+        inputs = f"{described(config)}: straight through, against a fresh run resumed from {source.name}"
+        check_equal(got["losses"], straight["losses"][iteration:], inputs=inputs, see=f"{SEE} {section}",
+                    what=f"the losses of steps {iteration} to {config['num_steps'] - 1}")
+        for part in ("parameters", "optimizer_state"):
+            diff = differences(got[part], straight[part])
+            assert not diff, explain(f"the final {part.replace('_', ' ')}", inputs=inputs, expected="bit-identical",
+                                     got=f"differs at {diff[:5]}", see=f"{SEE} {section}")
+
+
+@pytest.mark.points(3)
+def test_resuming_from_each_checkpoint_is_bit_identical(tmp_path):
+    check_resumes_exactly(tmp_path, {"num_steps": 12, "checkpoint_every": 4}, [4, 8, 12], "§11.3")
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("mixed_precision", [False, True])
+def test_matmuls_run_in_the_chosen_precision(tmp_path, mixed_precision):
+    config = {"num_steps": 40, "mixed_precision": mixed_precision}
+    got = A.run_train(token_file(tmp_path / "data"), config)
+    inputs = described(config)
+    expected = ["bfloat16"] if mixed_precision else ["float32"]
+    check_equal(got["matmul_dtypes"], expected, inputs=inputs, see=f"{SEE} §11.4",
+                what=f"the dtypes of every matmul's operands, forward and backward ({got['matmuls']} matmuls)")
+    kinds = {kind: sorted({d for step in got["steps"] for d in step[f"{kind}_dtypes"]})
+             for kind in ("parameter", "gradient", "state")}
+    check_equal(kinds, {"parameter": ["float32"], "gradient": ["float32"], "state": ["float32"]}, inputs=inputs,
+                see=f"{SEE} §11.4", what="dtypes of the parameters, their gradients and AdaGrad's state at each step")
+    check_loss_falls(got["losses"], steps=40, inputs=inputs, section="§11.4")
+
+
+@pytest.mark.points(1)
+def test_training_holds_the_bytes_per_parameter_problem_1_predicts(tmp_path):
+    config = {"num_steps": 3, "mixed_precision": True}
+    got = A.run_train(token_file(tmp_path / "data"), config)
+    inputs = f"{described(config)}: parameters + gradients + optimizer state, after each optimizer step"
+    check_equal(len(got["steps"]), 3, inputs=inputs, see=f"{SEE} §11.4",
+                what="optimizer steps taken (your AdaGrad, one per training step)")
+    held = [(s["parameter_bytes"] + s["gradient_bytes"] + s["state_bytes"]) / s["parameters"] for s in got["steps"]]
+    check_equal(held, [HELD_BYTES_PER_PARAMETER] * 3, inputs=inputs, see=f"{SEE} §11.4",
+                what="bytes held per parameter at each step")
