@@ -64,8 +64,11 @@ class TrainResult:
 
 
 def checkpoint_path(checkpoint_dir: str | os.PathLike, iteration: int) -> Path:
-    """Where the checkpoint saved after `iteration` completed steps lives: checkpoint_dir/step_000040.pt."""
-    return Path(checkpoint_dir) / f"step_{iteration:06d}.pt"
+    """Where the checkpoint saved after `iteration` completed steps lives: checkpoint_dir/step_000040.pt.
+    Creates checkpoint_dir (and its parents) if it does not exist yet."""
+    folder = Path(checkpoint_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"step_{iteration:06d}.pt"
 
 
 def step_batch(

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.problem(11)
 SEE = "handout/11_train.md"
 VOCAB = 1024
 # The walk's next token is the last one plus -1, 0 or +1, so even a perfect predictor is off by
-# 2/3 / VOCAB^2 ~ 6e-7 in mean squared error; the reference reaches about 5e-6 in 40-100 steps.
-LOSS_BOUND = 1e-4
+# 2/3 / VOCAB^2 ~ 6e-7 in mean squared error. Over 200 seeds (each another initialization and data
+# order) the reference's mean of the last 10 losses had a median of 4e-6 and a worst case of 1.4e-4
+# (float32, 100 steps, and bfloat16, 40 steps); an untrained model sits near 0.1 to 1.
+LOSS_BOUND = 1e-3
 # What AdaGrad training holds per parameter whatever the matmul precision: a float32 weight, its
 # float32 gradient and the float32 g2 (Problem 1's bytes_per_parameter("adagrad", "float32")).
 HELD_BYTES_PER_PARAMETER = 4 + 4 + 4
@@ -41,6 +43,11 @@ def token_file(folder: Path, num_tokens: int = 20_000, vocab_size: int = VOCAB, 
     path = folder / "walk.u16"
     walk_tokens(num_tokens, vocab_size, seed).tofile(path)
     return str(path)
+
+
+def saved_files(folder: Path) -> list[str] | str:
+    """The names in a checkpoint folder the student's code was to create."""
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else f"no folder {folder}"
 
 
 def described(config: dict) -> str:
@@ -109,10 +116,9 @@ def test_gradients_are_set_to_none_after_each_step(tmp_path):
 def test_checkpoints_are_saved_every_n_steps(tmp_path):
     config = {"num_steps": 10, "checkpoint_every": 4}
     saved = tmp_path / "checkpoints"
-    saved.mkdir()
     A.run_train(token_file(tmp_path / "data"), config, checkpoint_dir=str(saved))
     inputs = f"{described(config)}, checkpoint_dir={saved}"
-    check_equal(sorted(p.name for p in saved.iterdir()), ["step_000004.pt", "step_000008.pt"], inputs=inputs,
+    check_equal(saved_files(saved), ["step_000004.pt", "step_000008.pt"], inputs=inputs,
                 see=f"{SEE} §11.3", what="the files in checkpoint_dir (checkpoint_path(checkpoint_dir, i + 1))")
     for iteration in (4, 8):
         loaded = torch.load(io.BytesIO(student_file_bytes(saved / f"step_{iteration:06d}.pt")), weights_only=True)
@@ -139,11 +145,9 @@ def check_resumes_exactly(folder: Path, config: dict, resume_at: list[int], sect
     run; the losses after the resume and the final model and optimizer state must match bit for bit."""
     data = token_file(folder / "data")
     saved = folder / "straight"
-    saved.mkdir()
     straight = A.run_train(data, config, checkpoint_dir=str(saved))
     for iteration in resume_at:
         again = folder / f"resumed_{iteration}"
-        again.mkdir()
         source = saved / f"step_{iteration:06d}.pt"
         got = A.run_train(data, config, checkpoint_dir=str(again), resume_from=str(source))
         inputs = f"{described(config)}: straight through, against a fresh run resumed from {source.name}"

@@ -55,6 +55,10 @@ def test_split_and_merge_heads_of_non_contiguous_input():
     merged_input = expected.transpose(0, 1)  # (4, 5, 3, 2), not contiguous
     check_tensor(A.run_merge_heads(merged_input), merged_input.reshape(4, 5, 6), what="merge_heads of a transposed "
                  "tensor", inputs="x = split.transpose(0, 1), shape (4, 5, 3, 2)", see=f"{SEE} §3.2")
+    # Heads and head_dim swapped in memory: no view can merge them (x.view(..., -1) raises), a copy can.
+    swapped = random(4, 5, 2, 3).transpose(-1, -2)  # (4, 5, 3, 2)
+    check_tensor(A.run_merge_heads(swapped), swapped.reshape(4, 5, 6), what="merge_heads of heads and head_dim "
+                 "transposed", inputs="x = randn(4, 5, 2, 3).transpose(-1, -2), shape (4, 5, 3, 2)", see=f"{SEE} §3.2")
 
 
 @pytest.mark.points(1)

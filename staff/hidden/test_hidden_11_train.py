@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from adapters import train as A
-from tests.checks import check_equal, check_raises, check_tensor
-from tests.test_11_train import check_loss_falls, check_resumes_exactly, described, token_file
+from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor
+from tests.test_11_train import check_loss_falls, check_resumes_exactly, described, saved_files, token_file
 
 pytestmark = pytest.mark.problem(11)
 SEE = "handout/11_train.md"
@@ -49,12 +49,10 @@ def test_a_resumed_run_keeps_its_checkpoint_schedule(tmp_path):
     config = {"num_steps": 11, "checkpoint_every": 4}
     data = token_file(tmp_path / "data")
     first, second = tmp_path / "first", tmp_path / "second"
-    first.mkdir()
-    second.mkdir()
     A.run_train(data, {**config, "num_steps": 4}, checkpoint_dir=str(first))
     got = A.run_train(data, config, checkpoint_dir=str(second), resume_from=str(first / "step_000004.pt"))
-    inputs = f"{described(config)}, resumed from step_000004.pt into an empty checkpoint_dir"
-    check_equal(sorted(p.name for p in second.iterdir()), ["step_000008.pt"], inputs=inputs, see=f"{SEE} §11.3",
+    inputs = f"{described(config)}, resumed from step_000004.pt into a new checkpoint_dir"
+    check_equal(saved_files(second), ["step_000008.pt"], inputs=inputs, see=f"{SEE} §11.3",
                 what="the files the resumed run saved (steps 8 is the only multiple of 4 in 5..11)")
     check_equal(len(got["losses"]), 7, inputs=inputs, see=f"{SEE} §11.3", what="losses of the resumed run (steps 4-10)")
 
@@ -62,6 +60,8 @@ def test_a_resumed_run_keeps_its_checkpoint_schedule(tmp_path):
 @pytest.mark.points(1)
 def test_a_checkpoint_schedule_without_a_folder_raises_value_error(tmp_path):
     data = token_file(tmp_path / "data")
+    check_equal(len(A.run_train(data, {"num_steps": 4}, None)["losses"]), 4, what=VALID_FIRST, see=f"{SEE} §11.3",
+                inputs="TrainConfig(num_steps=4), checkpoint_dir=None: no schedule, nothing to save")
     check_raises(ValueError, A.run_train, data, {"num_steps": 4, "checkpoint_every": 2}, None,
                  what="train with checkpoint_every=2 and checkpoint_dir=None", see=f"{SEE} §11.3")
 

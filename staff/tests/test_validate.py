@@ -1,0 +1,80 @@
+"""`staff validate`: the variant files are well formed, the judge rules are right, and CI's sample of
+wheat and chaff is classified right by the suites, graded behind the sandbox as students are."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from staff.grade import REPO_ROOT, collect_only
+from staff.validate.run import Outcome, judge, matrix, sample, summary, validate
+from staff.validate.variants import CHAFF, WHEAT, Variant, dependents, load_variants, variant_source
+from tests.grading import PROBLEMS
+
+MIN_WHEAT, MIN_CHAFF = 3, 6
+
+
+@pytest.fixture(scope="module")
+def variants() -> list[Variant]:
+    return load_variants()
+
+
+def test_every_problem_has_enough_wheat_and_chaff(variants):
+    short = {}
+    for number in PROBLEMS:
+        wheat = sum(v.problem == number and v.kind == WHEAT for v in variants)
+        chaff = sum(v.problem == number and v.kind == CHAFF for v in variants)
+        if wheat < MIN_WHEAT or chaff < MIN_CHAFF:
+            short[number] = (wheat, chaff)
+    assert not short, f"problems with fewer than {MIN_WHEAT} wheat or {MIN_CHAFF} chaff (wheat, chaff): {short}"
+
+
+def test_every_variant_replaces_real_bodies_and_compiles(variants):
+    for variant in variants:
+        source = variant_source(variant)  # parses, or raises naming the variant
+        for name in variant.bodies:
+            function = name.rsplit(".", 1)[-1]
+            assert f"def {function}(" in source, f"{variant.key}: no function {name} in the module"
+
+
+def test_every_chaff_names_tests_that_exist_in_its_problem(variants):
+    collected = collect_only(REPO_ROOT, hidden=True)
+    names = {number: {t.name.split("[", 1)[0] for t in collected if t.problem == number} for number in PROBLEMS}
+    for variant in variants:
+        if variant.kind == CHAFF:
+            assert variant.catches, f"{variant.key} names no test that catches it"
+            unknown = set(variant.catches) - names[variant.problem]
+            assert not unknown, f"{variant.key} names tests that problem {variant.problem} lacks: {sorted(unknown)}"
+
+
+def test_dependents_follow_imports_transitively():
+    depends = dependents()
+    assert depends[6] == {7, 11}  # model.py imports init; train.py imports model
+    assert depends[8] == {11} and depends[10] == {11}
+    assert depends[11] == set() and depends[1] == set()
+
+
+def outcome(kind: str, earned: dict[int, float], possible: dict[int, float], failed: dict[int, set[str]]) -> Outcome:
+    return Outcome("x", kind, 3, earned=earned, possible=possible, failed=failed)
+
+
+def test_the_judge_flags_a_wheat_that_loses_a_point_and_a_chaff_caught_by_the_wrong_test():
+    wheat = Variant(WHEAT, 3, "w", "")
+    chaff = Variant(CHAFF, 3, "c", "", catches=("test_named",))
+    assert judge(outcome(WHEAT, {3: 18.0}, {3: 18.0}, {}), wheat) == []
+    assert judge(outcome(WHEAT, {3: 17.0}, {3: 18.0}, {3: {"test_a"}}), wheat)
+    assert judge(outcome(CHAFF, {3: 17.0}, {3: 18.0}, {3: {"test_named"}}), chaff) == []
+    assert judge(outcome(CHAFF, {3: 17.0}, {3: 18.0}, {3: {"test_other"}}), chaff)
+    assert judge(outcome(CHAFF, {3: 18.0, 7: 10.0}, {3: 18.0, 7: 14.0}, {7: {"test_named"}}), chaff)
+    assert judge(outcome("stubs", {1: 0.0}, {1: 31.0}, {}), None) == []
+    assert judge(outcome("stubs", {1: 2.0}, {1: 31.0}, {}), None)
+
+
+@pytest.mark.timeout(1800)
+def test_the_ci_sample_is_classified_right(variants):
+    """Per problem its first wheat and first two chaff, and the stubs: about two minutes on two cores."""
+    outcomes = validate(sample(variants), jobs=os.cpu_count() or 1, progress=False)
+    report = "\n".join(matrix(outcomes) + [""] + summary(outcomes))
+    print(report)
+    assert not any(o.verdict for o in outcomes), report
