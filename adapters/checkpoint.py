@@ -58,7 +58,7 @@ def run_save_checkpoint(
     Returns {"bytes": what was written to the in-memory file (None for a path),
     "renames": [(source, destination), ...] for every os.replace / os.rename the call made,
     "synced": whether a file was renamed onto `out`, and flushed to disk (os.fsync or os.fdatasync)
-    before that rename}."""
+    before that rename, holding then every byte it holds now (flushed from Python's buffer first)}."""
     from cs336_basics import checkpoint
 
     model, optimizer = _restored(dims, model_state, optimizer_state)
@@ -71,8 +71,9 @@ def run_save_checkpoint(
     renames = [(src, dst) for kind, src, dst in operations if kind == "rename"]
     onto_out = [i for i, (kind, _, dst) in enumerate(operations)
                 if kind == "rename" and buffer is None and os.path.realpath(dst) == os.path.realpath(out)]
-    synced = bool(onto_out) and all(any(kind == "sync" and path == operations[i][1] for kind, path, _ in operations[:i])
-                                    for i in onto_out)
+    final_size = str(os.path.getsize(out)) if onto_out else ""
+    synced = bool(onto_out) and all(any(kind == "sync" and path == operations[i][1] and size == final_size
+                                        for kind, path, size in operations[:i]) for i in onto_out)
     return {"bytes": None if buffer is None else buffer.getvalue(), "renames": renames, "synced": synced}
 
 
@@ -85,8 +86,9 @@ def _fd_path(fd: int) -> str:
 
 @contextmanager
 def _recorded_file_operations() -> Iterator[list[tuple[str, str, str]]]:
-    """Lists ("rename", source, destination) for each os.replace / os.rename and ("sync", path, "")
-    for each os.fsync / os.fdatasync made inside the block, in order."""
+    """Lists ("rename", source, destination) for each os.replace / os.rename and ("sync", path, size)
+    for each os.fsync / os.fdatasync made inside the block, in order; size is the file's size in bytes
+    when it was synced (what had reached the file, not what sat in a Python buffer)."""
     operations: list[tuple[str, str, str]] = []
 
     def renaming(original):
@@ -98,7 +100,8 @@ def _recorded_file_operations() -> Iterator[list[tuple[str, str, str]]]:
 
     def syncing(original):
         def sync(fd):
-            operations.append(("sync", _fd_path(fd if isinstance(fd, int) else fd.fileno()), ""))
+            number = fd if isinstance(fd, int) else fd.fileno()
+            operations.append(("sync", _fd_path(number), str(os.fstat(number).st_size)))
             return original(fd)
 
         return sync

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -64,7 +65,8 @@ def _held_after_each_step() -> Iterator[list[dict]]:
 
 @routed
 def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, resume_from: str | None = None) -> dict:
-    """train(data_path, TrainConfig(**config), checkpoint_dir, resume_from), watched.
+    """train(data_path, TrainConfig(**config), checkpoint_dir, resume_from), watched. checkpoint_dir,
+    when given, is created first if missing.
 
     Returns:
         {"losses": the losses train returned, as floats,
@@ -79,6 +81,8 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
     from cs336_basics import train
 
     settings = train.TrainConfig(**config)
+    if checkpoint_dir is not None:  # made here, on the student's side: a folder the test made may not be writable
+        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
     with _held_after_each_step() as steps, ScriptedMatmuls() as matmuls:
         result = train.train(data_path, settings, checkpoint_dir=checkpoint_dir, resume_from=resume_from)
     model, optimizer = result.model, result.optimizer

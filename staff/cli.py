@@ -234,13 +234,14 @@ def _add_bundle(commands) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from staff.validate.run import main_validate
+    from tests.grading import PROBLEMS
 
     problems = set(args.problem) if args.problem else None
     jobs = args.jobs or os.cpu_count() or 1
     if args.mutants:
         from staff.validate.mutants import main_mutants
 
-        return main_mutants(sorted(problems or range(1, 11)), jobs)
+        return main_mutants(sorted(problems or PROBLEMS), jobs)
     if args.flaky:
         from staff.validate.flaky import main_flaky
 
@@ -253,6 +254,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _add_validate(commands) -> None:
+    from tests.grading import PROBLEMS
+
     validate = commands.add_parser(
         "validate",
         help="prove the suites grade right: stubs 0, every wheat full marks, every chaff caught",
@@ -262,8 +265,8 @@ def _add_validate(commands) -> None:
         "(or is not caught by a test it names), or the stubs score.",
     )
     validate.add_argument("--sample", action="store_true",
-                          help="only a fixed sample: per problem one wheat and two chaff (what CI runs)")
-    validate.add_argument("--problem", type=int, action="append", choices=range(1, 11), metavar="N",
+                          help="only a fixed sample: per problem one wheat and one chaff (what CI runs)")
+    validate.add_argument("--problem", type=int, action="append", choices=sorted(PROBLEMS), metavar="N",
                           help="only the variants of problem N (repeatable); the stubs are then not graded")
     validate.add_argument("-j", "--jobs", type=int, default=None,
                           help="implementations graded at once (default: cores)")

@@ -47,7 +47,7 @@ PROBLEMS: dict[int, Problem] = {
     7: Problem("The model", "handout/07_model.md", 6, "model"),
     8: Problem("AdaGrad", "handout/08_adagrad.md", 9, "optimizer"),
     9: Problem("Memmap data loader", "handout/09_data.md", 9, "data"),
-    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 8, "checkpoint"),
+    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 9, "checkpoint"),
     11: Problem("Train it", "handout/11_train.md", 7, "train"),
 }
 NO_GPU_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"

@@ -63,8 +63,9 @@ def check_patterns(patterns: list[int], e: int, m: int, finite_only: bool, what:
 def test_bytes_per_element_of_every_dtype():
     for name in FLOAT_DTYPES + INT_DTYPES:
         expected = torch.empty(0, dtype=getattr(torch, name)).element_size()
-        check_equal(A.run_bytes_per_element(name), expected, what="bytes per element (torch's element_size)",
-                    inputs=name, see=f"{SEE} §1.1")
+        got = A.run_bytes_per_element(name)
+        check_equal((got, type(got).__name__), (expected, "int"), inputs=name, see=f"{SEE} §1.1",
+                    what="(bytes per element, its type): torch's element_size, an int (bits / 8 is a float)")
 
 
 @pytest.mark.points(1)

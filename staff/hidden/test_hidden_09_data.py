@@ -100,6 +100,11 @@ def test_get_batch_of_one_window_of_the_whole_data(seed_everything):
     inputs = "20 tokens, batch_size=1, context_length=19: one window of every token"
     check_tensor(got["inputs"], torch.arange(10, 29)[None], what="inputs", inputs=inputs, see=f"{SEE} §9.2")
     check_tensor(got["targets"], torch.arange(11, 30)[None], what="targets", inputs=inputs, see=f"{SEE} §9.2")
+    # The smallest valid sizes: one example, one token of context (2 tokens, one window).
+    got = A.run_get_batch(np.array([7, 9], dtype=np.int32), 1, 1, "cpu", seed_everything)
+    inputs = "tokens [7, 9], batch_size=1, context_length=1"
+    check_tensor(got["inputs"], torch.tensor([[7]]), what="inputs", inputs=inputs, see=f"{SEE} §9.2")
+    check_tensor(got["targets"], torch.tensor([[9]]), what="targets", inputs=inputs, see=f"{SEE} §9.2")
 
 
 @pytest.mark.points(1)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from adapters import checkpoint as A
-from tests.checks import check_equal, explain, student_file_bytes
+from tests.checks import VALID_FIRST, check_equal, explain, student_file_bytes
 from tests.test_10_checkpoint import DIMS, check_same_states, trained
 
 pytestmark = pytest.mark.problem(10)
@@ -117,7 +117,8 @@ def test_a_tensor_of_the_wrong_shape_changes_nothing(tmp_path):
 @pytest.mark.points(1)
 def test_the_checkpoint_reaches_the_disk_before_it_replaces_the_old_one(tmp_path):
     got = A.run_save_checkpoint(DIMS, *states(*trained(1)), 1, str(tmp_path / "checkpoint.pt"))
-    check_equal(got["synced"], True, what="the temporary file flushed to disk (os.fsync) before the rename; "
+    check_equal(got["synced"], True, what="the temporary file, every byte of it (f.flush(), then os.fsync), on disk "
+                "before the rename; "
                 "otherwise a power cut can leave an empty file under the checkpoint's name",
                 inputs="save_checkpoint to a path", see=f"{SEE} §10.3")
 
@@ -133,3 +134,22 @@ def test_set_seed_matches_each_library_s_own_seeding():
                     "random": [random.random() for _ in range(3)]}
         check_equal(got, expected, what="draws after set_seed(seed): each library seeded with the seed itself",
                     inputs=f"seed={seed}", see=f"{SEE} §10.4")
+
+
+@pytest.mark.points(1)
+def test_a_torch_file_that_is_not_a_dict_raises_value_error(tmp_path):
+    model, optimizer = trained(1)
+    good = tmp_path / "good.pt"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": 1}, good)
+    first = A.run_load_checkpoint(str(good), DIMS)
+    check_equal((first["iteration"], repr(first["raised"]) if first["raised"] else None), (1, None),
+                inputs="a good checkpoint saved with torch.save", see=f"{SEE} §10.1", what=VALID_FIRST)
+    for name, content in [("a tensor", torch.arange(3)), ("a list", [model.state_dict(), 1])]:
+        path = tmp_path / f"{name.split()[-1]}.pt"
+        torch.save(content, path)
+        got = A.run_load_checkpoint(str(path), DIMS, *states(model, optimizer))
+        inputs = f"load_checkpoint of a torch file holding {name}"
+        assert isinstance(got["raised"], ValueError), explain("loading it", inputs=inputs,
+                                                              expected="ValueError naming the file",
+                                                              got=repr(got["raised"]), see=f"{SEE} §10.3")
+        check_same_states(got, model, optimizer, what="after the failed load", inputs=inputs, section="§10.3")
