@@ -73,7 +73,9 @@ def decode_float_bits(bits: int, exponent_bits: int, mantissa_bits: int, finite_
             exponent and mantissa are all ones are NaN.
 
     Returns:
-        The value as a Python float (-0.0 for negative zero, math.inf / -math.inf, math.nan).
+        The value as a Python float (-0.0 for negative zero, math.inf / -math.inf, math.nan). Only
+        formats whose every value fits a float64 are graded (an "fn" format with 11 exponent bits
+        reaches 2**1024 and is not).
     """
     # BEGIN SOLUTION
     sign = -1.0 if (bits >> (exponent_bits + mantissa_bits)) & 1 else 1.0

@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from adapters import dtype_memory as A
@@ -108,6 +108,7 @@ def test_every_special_pattern_of_float32_and_float64():
 @pytest.mark.points(1)
 @given(st.integers(2, 11), st.integers(0, 40), st.booleans(), st.data())
 def test_decode_random_patterns_of_random_formats(e, m, finite_only, data):
+    assume(not (finite_only and e == 11))  # its top binade reaches 2**1024, past float64: not graded (docstring)
     patterns = data.draw(st.lists(st.integers(0, (1 << (1 + e + m)) - 1), min_size=1, max_size=40))
     check_patterns(patterns, e, m, finite_only, f"decoding e{e}m{m}{' (fn)' if finite_only else ''}")
 
