@@ -73,9 +73,11 @@ def test_the_judge_flags_a_wheat_that_loses_a_point_and_a_chaff_caught_by_the_wr
 
 @pytest.mark.timeout(1800)
 def test_the_ci_sample_is_classified_right(variants):
-    """Per problem its first wheat and first chaff: about a minute and a half on two cores. (The
-    stubs' 0 is checked by the grading and release tests.)"""
-    outcomes = validate(sample(variants), jobs=os.cpu_count() or 1, stubs=False, progress=False)
+    """Per problem its first wheat (about 45 s on two cores): CI's time is near its 20-minute limit, so
+    it grades validity here; chaff and the stubs' 0 are covered by the full `staff validate`, the red
+    team and the grading and release tests."""
+    wheat = [v for v in sample(variants) if v.kind == WHEAT]
+    outcomes = validate(wheat, jobs=os.cpu_count() or 1, stubs=False, progress=False)
     report = "\n".join(matrix(outcomes) + [""] + summary(outcomes))
     print(report)
     assert not any(o.verdict for o in outcomes), report
