@@ -113,13 +113,18 @@ def test_slice_layout(seed_everything):
     for _ in range(300):
         x = random_view(rng)
         index = random_index(rng, list(x.shape))
-        view = x[tuple(i if isinstance(i, int) else slice(*i) for i in index)]
-        got = A.run_slice_layout(*layout(x), index)
-        expected = layout(view)
-        if view.numel() == 0:  # an empty view's offset addresses nothing, so any offset is right
-            got, expected = got[:2], expected[:2]
-        check_equal(got, expected, what="[shape, strides, offset] after basic indexing",
-                    inputs=f"layout={layout(x)}, index={index} (a list is [start, stop, step])", see=f"{SEE} §2.3")
+        check_slice_layout(x, index)
+
+
+def check_slice_layout(x: torch.Tensor, index: list) -> None:
+    """slice_layout of x's layout and a basic index (an int or [start, stop, step] per dimension)
+    against the layout of PyTorch's own view."""
+    view = x[tuple(i if isinstance(i, int) else slice(*i) for i in index)]
+    got, expected = A.run_slice_layout(*layout(x), index), layout(view)
+    if view.numel() == 0:  # an empty view's offset addresses nothing, so any offset is right
+        got, expected = got[:2], expected[:2]
+    check_equal(got, expected, what="[shape, strides, offset] after basic indexing",
+                inputs=f"layout={layout(x)}, index={index} (a list is [start, stop, step])", see=f"{SEE} §2.3")
 
 
 @pytest.mark.points(2)

@@ -14,23 +14,12 @@ from hypothesis import strategies as st
 
 from adapters import backward as A
 from tests.checks import check_equal, check_tensor, describe, explain
+from tests.test_05_backward import autograd_two_layer
 
 pytestmark = pytest.mark.problem(5)
 SEE = "handout/05_backward.md"
 TOLERANCE = {torch.float64: dict(atol=1e-12, rtol=1e-10), torch.float32: dict(atol=1e-5, rtol=1e-4)}
 dims = st.integers(1, 9)
-
-
-def autograd_two_layer(x, w1, w2):
-    w1, w2 = w1.clone().requires_grad_(), w2.clone().requires_grad_()
-    h1 = x @ w1
-    h2 = h1 @ w2
-    h1.retain_grad()
-    h2.retain_grad()
-    loss = (h2**2).mean()
-    loss.backward()
-    return {"h1": h1.detach(), "h2": h2.detach(), "loss": loss.detach(),
-            "grad": {"h2": h2.grad, "h1": h1.grad, "w2": w2.grad, "w1": w1.grad}}
 
 
 @pytest.mark.points(1)

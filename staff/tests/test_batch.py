@@ -17,6 +17,7 @@ import pytest
 
 from staff import samples
 from staff.batch import RESULTS, find_submissions
+from staff.tests.processes import running_commands
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -77,9 +78,9 @@ def test_a_stopped_batch_keeps_what_it_finished_and_a_rerun_grades_the_rest(tmp_
         assert json.loads((out / path / RESULTS).read_text())["tests"]  # whole files only
     # A test run ends with its grader: at once if it had started, else when it starts and finds it gone.
     deadline = time.monotonic() + 60
-    while [c for c in running() if "staff-grade-" in c] and time.monotonic() < deadline:
+    while [c for c in running_commands() if "staff-grade-" in c] and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not [c for c in running() if "staff-grade-" in c], "the stopped batch's test runs outlived it"
+    assert not [c for c in running_commands() if "staff-grade-" in c], "the stopped batch's test runs outlived it"
     second = subprocess.run(batch_command(folder, out), env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-2000:]
     for name, mtime in finished.items():
@@ -98,13 +99,3 @@ def test_a_stopped_batch_keeps_what_it_finished_and_a_rerun_grades_the_rest(tmp_
         assert (out / "charts" / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "7 of 7 submissions graded" in second.stdout
 
-
-def running() -> list[str]:
-    commands = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                commands.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                pass
-    return commands

@@ -15,6 +15,7 @@ from staff.gradescope import validate_results
 from staff.redteam.corpus import judge, load_cases
 from staff.release.leaks import squeeze
 from staff.tests.conftest import BATCH_TIMEOUT_S
+from staff.tests.processes import running_commands
 
 pytestmark = pytest.mark.timeout(BATCH_TIMEOUT_S)
 HIDDEN = Path(__file__).resolve().parent.parent / "hidden"
@@ -30,16 +31,6 @@ def hidden_lines() -> set[str]:
         lines |= {squeeze(line) for line in path.read_text().splitlines() if len(squeeze(line)) >= 30}
     return lines - public
 
-
-def running_commands() -> list[str]:
-    commands = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                commands.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                pass
-    return commands
 
 
 def test_the_corpus_is_broad():
