@@ -31,10 +31,6 @@ def _tensors(value) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
-def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
-
-
 @contextmanager
 def _held_after_each_step() -> Iterator[list[dict]]:
     """After every optimizer step taken inside the block (any torch.optim.Optimizer subclass), one
@@ -48,9 +44,9 @@ def _held_after_each_step() -> Iterator[list[dict]]:
         state = [t for s in optimizer.state.values() for t in _tensors(s)]
         records.append({
             "parameters": sum(p.numel() for p in params),
-            "parameter_bytes": sum(_nbytes(p) for p in params),
-            "gradient_bytes": sum(_nbytes(g) for g in grads),
-            "state_bytes": sum(_nbytes(t) for t in state),
+            "parameter_bytes": sum(p.nbytes for p in params),
+            "gradient_bytes": sum(g.nbytes for g in grads),
+            "state_bytes": sum(t.nbytes for t in state),
             "parameter_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in params}),
             "gradient_dtypes": sorted({str(g.dtype).removeprefix("torch.") for g in grads}),
             "state_dtypes": sorted({str(t.dtype).removeprefix("torch.") for t in state if t.is_floating_point()}),
