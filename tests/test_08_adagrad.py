@@ -135,17 +135,17 @@ def test_training_step_memory_of_the_lecture_toy():
 
 @pytest.mark.points(1)
 def test_training_step_memory_closed_form():
-    check_training_step_memory([(8, 16, 3, 4), (1, 1024, 12, 2), (64, 10, 1, 8)])
+    check_training_step_memory([(8, 16, 3, 4), (1, 1024, 12, 2), (64, 10, 1, 8)], section="§8.3")
 
 
-def check_training_step_memory(cases: list[tuple[int, int, int, int]]) -> None:
+def check_training_step_memory(cases: list[tuple[int, int, int, int]], section: str) -> None:
     """training_step_memory(B, D, L, bytes_per_value) against the lecture's count, per case."""
     for B, D, L, size in cases:
         P = D * D * L + D
         expected = {"parameters": P * size, "activations": B * D * L * size, "gradients": P * size,
                     "optimizer_state": P * size, "total": (3 * P + B * D * L) * size}
         check_equal(A.run_training_step_memory(B, D, L, size), expected, what="bytes of one AdaGrad step",
-                    inputs=f"batch_size={B}, dim={D}, num_layers={L}, bytes_per_value={size}", see=f"{SEE} §8.3")
+                    inputs=f"batch_size={B}, dim={D}, num_layers={L}, bytes_per_value={size}", see=f"{SEE} {section}")
 
 
 @pytest.mark.points(1)

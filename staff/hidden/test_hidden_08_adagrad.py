@@ -88,7 +88,7 @@ def test_state_is_shaped_and_typed_like_its_parameter():
 
 @pytest.mark.points(1)
 def test_training_step_memory_at_the_edges():
-    check_training_step_memory([(1, 1, 0, 4), (3, 7, 0, 2), (1, 1, 1, 1), (5, 100, 10, 8)])
+    check_training_step_memory([(1, 1, 0, 4), (3, 7, 0, 2), (1, 1, 1, 1), (5, 100, 10, 8)], section="§8.3")
 
 
 @pytest.mark.points(1)
