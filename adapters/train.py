@@ -60,9 +60,11 @@ def _held_after_each_step() -> Iterator[list[dict]]:
 
 
 @routed
-def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, resume_from: str | None = None) -> dict:
+def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, resume_from: str | None = None,
+              probe: torch.Tensor | None = None) -> dict:
     """train(data_path, TrainConfig(**config), checkpoint_dir, resume_from), watched. checkpoint_dir,
-    when given, is created first if missing.
+    when given, is created first if missing; probe, a float32 (N, D) batch of inputs, is run through
+    the trained model afterwards.
 
     Returns:
         {"losses": the losses train returned, as floats,
@@ -72,7 +74,8 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
          "matmul_dtypes": sorted dtypes of the operands of every matmul the run did (forward and backward),
          "matmuls": how many matmuls ran,
          "learning_rates": the "lr" of each of the optimizer's param groups,
-         "steps": one record per optimizer step (see _held_after_each_step)}.
+         "steps": one record per optimizer step (see _held_after_each_step),
+         "probe_predictions": the trained model's (N,) float32 outputs for probe, under no_grad (None without a probe)}.
     """
     from cs336_basics import train
 
@@ -82,6 +85,8 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
     with _held_after_each_step() as steps, ScriptedMatmuls() as matmuls:
         result = train.train(data_path, settings, checkpoint_dir=checkpoint_dir, resume_from=resume_from)
     model, optimizer = result.model, result.optimizer
+    with torch.no_grad():
+        predictions = None if probe is None else model(probe).detach().clone()
     state = {index: {key: value.detach().clone() for key, value in s.items() if isinstance(value, torch.Tensor)}
              for index, s in optimizer.state_dict()["state"].items()}
     return {
@@ -93,6 +98,7 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
         "matmuls": matmuls.calls,
         "learning_rates": [float(group["lr"]) for group in optimizer.param_groups],
         "steps": steps,
+        "probe_predictions": predictions,
     }
 
 

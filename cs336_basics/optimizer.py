@@ -39,15 +39,20 @@ class AdaGrad(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if "g2" not in state:
-                    state["g2"] = torch.zeros_like(p)
-                g2 = state["g2"]
-                g2 += p.grad.square()
-                p -= group["lr"] * p.grad / torch.sqrt(g2 + ADAGRAD_EPS)
+            params = [p for p in group["params"] if p.grad is not None]
+            if not params:
+                continue
+            for p in params:
+                if "g2" not in self.state[p]:
+                    self.state[p]["g2"] = torch.zeros_like(p)
+            grads = [p.grad for p in params]
+            g2s = [self.state[p]["g2"] for p in params]
+            # The same rule, one call per operation for the whole group instead of one per parameter:
+            # with hundreds of small tensors, per-call overhead is most of a step.
+            torch._foreach_addcmul_(g2s, grads, grads)  # g2 += g * g
+            denominators = torch._foreach_add(g2s, ADAGRAD_EPS)
+            torch._foreach_sqrt_(denominators)
+            torch._foreach_addcdiv_(params, grads, denominators, value=-group["lr"])  # p -= lr * g / sqrt(g2 + eps)
         return loss
         # END SOLUTION
 

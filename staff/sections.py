@@ -65,34 +65,41 @@ def _adapter_reach(adapters: Path) -> dict[str, set[tuple[str, str]]]:
             direct[name] = used
             calls[name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in functions}
         for name in functions:
-            seen, todo = {name}, [name]
-            while todo:
-                current = todo.pop()
+            for current in _called_from(name, calls):
                 reach[name] |= direct[current]
-                todo.extend(calls[current] - seen)
-                seen |= calls[current]
     return reach
+
+
+def _called_from(start: str, calls: dict[str, set[str]]) -> set[str]:
+    """start and every function of its module it calls, directly or through others."""
+    seen, todo = {start}, [start]
+    while todo:
+        current = todo.pop()
+        todo.extend(calls[current] - seen)
+        seen |= calls[current]
+    return seen
 
 
 def _cited_sections(tests: Path, reach: dict[str, set[tuple[str, str]]]) -> dict[tuple[str, str, str], set[str]]:
     """(page, module, name) -> the sections of `page` cited by test-module functions that reach
-    `cs336_basics.module.name` through an adapter."""
+    `cs336_basics.module.name` through an adapter, directly or through helpers of the same test
+    module (a check that takes the section from its caller)."""
     cited: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for path in sorted(tests.glob("test_*.py")):
         source = path.read_text(encoding="utf-8")
         page = _SEE.search(source)
         if page is None:
             continue
-        for node in ast.parse(source, str(path)).body:
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            segment = ast.get_source_segment(source, node) or ""
-            sections = set(_CITED.findall(segment))
-            adapters = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr in reach}
-            adapters |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in reach}
+        functions = {node.name: node for node in ast.parse(source, str(path)).body if isinstance(node, ast.FunctionDef)}
+        names = {name: {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+                 | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for name, node in functions.items()}
+        calls = {name: used & functions.keys() for name, used in names.items()}
+        for name, node in functions.items():
+            sections = set(_CITED.findall(ast.get_source_segment(source, node) or ""))
+            adapters = {n for function in _called_from(name, calls) for n in names[function] if n in reach}
             for adapter in adapters:
-                for module, name in reach[adapter]:
-                    cited[(page.group(1), module, name)] |= sections
+                for module, target in reach[adapter]:
+                    cited[(page.group(1), module, target)] |= sections
     return cited
 
 

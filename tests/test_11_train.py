@@ -80,12 +80,56 @@ def test_step_batch_is_get_batch_seeded_with_seed_plus_step(step):
                  what="y against your get_batch's targets[:, -1] / vocab_size (the token after each window)")
 
 
+def probe_windows(tokens: np.ndarray, dim: int, vocab_size: int, count: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """count windows spread evenly over the tokens, as a model sees them: x (count, dim) = the window
+    / vocab_size, y (count,) = the token after it / vocab_size."""
+    starts = np.linspace(0, len(tokens) - dim - 1, count).astype(np.int64)
+    windows = np.stack([tokens[start:start + dim + 1] for start in starts]).astype(np.float32) / vocab_size
+    return torch.from_numpy(windows[:, :dim]).contiguous(), torch.from_numpy(windows[:, dim]).contiguous()
+
+
+def check_predicts_next_token(predictions, y: torch.Tensor, *, inputs: str, section: str) -> None:
+    """The trained model's predictions for probe windows against the tokens that follow them: a loss
+    can fall while the model learns something else (a sign error in the loss teaches it -y)."""
+    shape = tuple(predictions.shape) if isinstance(predictions, torch.Tensor) else type(predictions).__name__
+    check_equal(shape, tuple(y.shape), inputs=inputs, see=f"{SEE} {section}",
+                what="the shape of the trained model's predictions for the probe windows (one number per window)")
+    error = (predictions.double() - y.double()).square().mean().item()
+    assert error < LOSS_BOUND, explain(
+        "mean squared error of the trained model's predictions against the token after each probe window",
+        inputs=inputs, expected=f"below {LOSS_BOUND:g}",
+        got=f"{error:.3g}; first predictions {predictions[:3].tolist()} for y {y[:3].tolist()}",
+        see=f"{SEE} {section}")
+
+
+def check_first_loss_is_the_mse(data: str, tokens: np.ndarray, config: dict, first_loss: float, *, inputs: str,
+                                section: str) -> None:
+    """The first loss train reported against mean((prediction - y) ** 2) of the untrained model (a run
+    of 0 steps with the same seed) on step 0's batch: a sum, a halved mean or a sign error in the loss
+    still falls, but starts elsewhere."""
+    batch = A.run_step_batch(tokens, config, 0)
+    untrained = A.run_train(data, {**config, "num_steps": 0}, probe=batch["x"])["probe_predictions"]
+    expected = (untrained.double() - batch["y"].double()).square().mean().item()
+    assert math.isclose(first_loss, expected, rel_tol=1e-5), explain(
+        "the first loss: mean((prediction - y) ** 2) over step 0's batch, before any update",
+        inputs=f"{inputs}; the untrained model is a 0-step run with the same seed", expected=expected,
+        got=first_loss, see=f"{SEE} {section}")
+
+
 @pytest.mark.points(2)
 def test_the_loss_falls(tmp_path):
     config = {"num_steps": 100}
-    got = A.run_train(token_file(tmp_path / "data"), config)
-    check_loss_falls(got["losses"], steps=100, inputs=f"{described(config)} on walk_tokens(20000, {VOCAB}, 0)",
-                     section="§11.2")
+    tokens = walk_tokens(20_000, VOCAB, 0)
+    x, y = probe_windows(tokens, 16, VOCAB)
+    data = token_file(tmp_path / "data")
+    got = A.run_train(data, config, probe=x)
+    inputs = f"{described(config)} on walk_tokens(20000, {VOCAB}, 0)"
+    check_loss_falls(got["losses"], steps=100, inputs=inputs, section="§11.2")
+    check_predicts_next_token(got["probe_predictions"], y, inputs=f"{inputs}, then 64 windows of the walk",
+                              section="§11.2")
+    check_first_loss_is_the_mse(data, tokens, config, got["losses"][0], inputs=inputs, section="§11.2")
+    check_predicts_next_token(got["probe_predictions"], y, inputs=f"{inputs}, then 64 windows of the walk",
+                              section="§11.2")
 
 
 @pytest.mark.points(1)

@@ -14,7 +14,8 @@ import torch
 
 from adapters import train as A
 from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor
-from tests.test_11_train import check_loss_falls, check_resumes_exactly, described, saved_files, token_file
+from tests.test_11_train import (check_loss_falls, check_predicts_next_token, check_resumes_exactly, described,
+                                 probe_windows, saved_files, token_file, walk_tokens)
 
 pytestmark = pytest.mark.problem(11)
 SEE = "handout/11_train.md"
@@ -26,11 +27,14 @@ SEE = "handout/11_train.md"
     {"dim": 12, "num_layers": 3, "batch_size": 16, "seed": 9, "num_steps": 100, "mixed_precision": True, "lr": 0.05},
 ], ids=["head-alone", "deeper-mixed"])
 def test_the_loss_falls_for_other_models_and_seeds(tmp_path, config):
-    got = A.run_train(token_file(tmp_path / "data", seed=2), config)
+    x, y = probe_windows(walk_tokens(20_000, 1024, 2), config["dim"], 1024)
+    got = A.run_train(token_file(tmp_path / "data", seed=2), config, probe=x)
     inputs = f"{described(config)} on walk_tokens(20000, 1024, 2)"
     check_equal(got["learning_rates"], [config["lr"]], inputs=inputs, see=f"{SEE} §11.2",
                 what="the lr of your AdaGrad's param groups")
     check_loss_falls(got["losses"], steps=100, inputs=inputs, section="§11.2")
+    check_predicts_next_token(got["probe_predictions"], y, inputs=f"{inputs}, then 64 windows of the walk",
+                              section="§11.2")
 
 
 @pytest.mark.points(1)
@@ -62,8 +66,9 @@ def test_a_checkpoint_schedule_without_a_folder_raises_value_error(tmp_path):
     data = token_file(tmp_path / "data")
     check_equal(len(A.run_train(data, {"num_steps": 4}, None)["losses"]), 4, what=VALID_FIRST, see=f"{SEE} §11.3",
                 inputs="TrainConfig(num_steps=4), checkpoint_dir=None: no schedule, nothing to save")
-    check_raises(ValueError, A.run_train, data, {"num_steps": 4, "checkpoint_every": 2}, None,
-                 what="train with checkpoint_every=2 and checkpoint_dir=None", see=f"{SEE} §11.3")
+    for every in (1, 2):  # 1, the smallest schedule, catches a check written as checkpoint_every > 1
+        check_raises(ValueError, A.run_train, data, {"num_steps": 4, "checkpoint_every": every}, None,
+                     what=f"train with checkpoint_every={every} and checkpoint_dir=None", see=f"{SEE} §11.3")
 
 
 @pytest.mark.points(1)

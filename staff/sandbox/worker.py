@@ -125,6 +125,7 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     try:
         import numpy  # noqa: F401
         import torch
+        import torch._dynamo  # noqa: F401 - any optimizer's first use imports it (about 2 s): once here, for every child
 
         torch.set_num_threads(config["threads"])
         from adapters import _codec, _instrument  # noqa: F401 - imported once here, not in a test's time

@@ -1,0 +1,1 @@
+"""`staff bench`: what users wait on, measured side by side with the baseline they would otherwise pick."""

@@ -1,0 +1,136 @@
+"""The waits people feel, timed as they feel them (a fresh process per run): a student's test file
+and whole public suite, one grade in-process and behind the sandbox, a batch at one and at every
+core, and `staff release`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from staff import samples
+from staff.bench.measure import Row, Timing, ratio_row, repeat, repeat_command
+from tests.grading import PROBLEMS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+STAFF = [PYTHON, "-m", "staff.cli"]
+PYTEST = [PYTHON, "-m", "pytest", "-q", "-p", "no:randomly"]
+
+
+def _env() -> dict[str, str]:
+    """The caller's environment without anything that would make pytest or torch start warmer or
+    colder than a student's shell does."""
+    env = dict(os.environ)
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _commands(command: list[str]) -> Callable[[], None]:
+    def run() -> None:
+        done = subprocess.run(command, cwd=REPO_ROOT, env=_env(), capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+            raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}: {tail}")
+    return run
+
+
+def bench_student_loop(repeats: int, progress: Callable[[str], None]) -> list[Row]:
+    """Each problem's public test file (one run each: eleven files are the repeats of "one file"), and
+    the whole public suite, from a cold process, against the floor of `python -c "import torch"`.
+    Targets: a file within 2 s of the floor; the suite under 15 s."""
+    floor = repeat_command([PYTHON, "-c", "import torch"], repeats, cwd=str(REPO_ROOT), env=_env())
+    rows = []
+    for number in PROBLEMS:
+        test_file = next((REPO_ROOT / "tests").glob(f"test_{number:02d}_*.py"))
+        progress(f"student loop: {test_file.name}")
+        timing = repeat_command(PYTEST + [str(test_file.relative_to(REPO_ROOT))], 1, cwd=str(REPO_ROOT), env=_env())
+        over = timing.median - floor.median
+        rows.append(Row("student: one test file", test_file.name, timing, floor, 'python -c "import torch"',
+                        f"+{over:.2f} s over the floor", "≤ +2 s", over <= 2.0))
+    progress("student loop: the whole public suite")
+    suite = repeat_command(PYTEST + ["tests"], repeats, cwd=str(REPO_ROOT), env=_env())
+    rows.append(Row("student: whole public suite", "tests/", suite, floor, 'python -c "import torch"',
+                    f"{suite.median:.1f} s", "< 15 s", suite.median < 15.0))
+    return rows
+
+
+def _full_marks(results: Path) -> None:
+    """A grade is timed only if it did the whole work: the reference must get every point."""
+    document = json.loads(results.read_text(encoding="utf-8"))
+    max_score = sum(test["max_score"] for test in document["tests"])
+    if not document["tests"] or document["score"] != max_score:
+        raise RuntimeError(f"{results}: the reference scored {document['score']} of {max_score}; a grade that "
+                           "did not do the whole work has no meaningful time")
+
+
+def bench_grading(batch_size: int, repeats: int, progress: Callable[[str], None]) -> list[Row]:
+    """One grade of the reference, public + hidden, in-process and behind the sandbox, once each
+    (half a minute each); then a batch of `batch_size` copies of it at -j 1 and at -j cores, whose
+    submissions are the repeats: their own seconds give the sandboxed grade's median and spread."""
+    repeats = 1
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="staff-bench-grade-") as scratch:
+        folder = Path(scratch)
+        reference = samples.reference(folder / "reference")
+        results = folder / "results.json"
+        grade = STAFF + ["grade", str(reference), "--out", str(results)]
+        progress("grading: one submission in-process")
+        in_process = repeat(_commands(grade + ["--in-process"]), repeats, warmup=0)
+        _full_marks(results)
+        progress("grading: one submission behind the sandbox")
+        sandboxed = repeat(_commands(grade), repeats, warmup=0)
+        _full_marks(results)
+        rows.append(ratio_row("grading: `staff grade` of the reference", "behind the sandbox (1 run)", sandboxed,
+                              in_process, "--in-process (unsafe)", at_most=None))
+        batch = folder / "batch"
+        batch.mkdir()
+        for i in range(batch_size):
+            samples.reference(batch / f"student-{i:02d}")
+        cores = os.cpu_count() or 1
+        timings = {}
+        each = None
+        for jobs in sorted({1, cores}):
+            progress(f"grading: a batch of {batch_size} at -j {jobs}")
+            out = folder / f"grades-j{jobs}"
+            started = time.perf_counter()
+            _commands(STAFF + ["grade", "--batch", str(batch), "--out", str(out), "-j", str(jobs)])()
+            timings[jobs] = Timing((time.perf_counter() - started,))
+            for submission in out.glob("student-*/results.json"):
+                _full_marks(submission)
+            if jobs == 1:
+                each = Timing(tuple(json.loads(meta.read_text())["seconds"] for meta in out.glob("student-*/meta.json")))
+        rows.append(Row("grading: one submission, public + hidden", "behind the sandbox, each of a batch at -j 1",
+                        each, None, "", f"{each.median:.1f} s", "< 60 s", each.median < 60))
+        one, many = timings[1], timings[cores]
+        speedup = one.median / many.median
+        per_minute = batch_size / many.median * 60
+        rows.append(Row(f"grading: a batch of {batch_size}", f"-j {cores} against -j 1", many, one, "-j 1",
+                        f"{speedup:.2f}× faster, {per_minute:.1f} submissions a minute",
+                        "≥ 1.6× on 2 cores" if cores >= 2 else "—", speedup >= 1.6 if cores >= 2 else None))
+    return rows
+
+
+def bench_release(repeats: int, progress: Callable[[str], None]) -> list[Row]:
+    """`staff release OUT --zip --git`, end to end, once (about a minute: the release grades itself)."""
+    repeats = 1
+    progress("staff release")
+    with tempfile.TemporaryDirectory(prefix="staff-bench-release-") as scratch:
+        outs = iter(range(repeats + 1))
+        timing = repeat(lambda: _commands(STAFF + ["release", str(Path(scratch) / f"r{next(outs)}"), "--zip",
+                                                   "--git"])(), repeats, warmup=0)
+    return [Row("staff release", "--zip --git", timing, None, "", f"{timing.median:.0f} s", "< 90 s",
+                timing.median < 90)]
+
+
+def bench_staff_suite(progress: Callable[[str], None]) -> list[Row]:
+    """The staff tests (staff/tests), once: what CI spends beyond the graded suites."""
+    progress("the staff test suite (about 15 minutes)")
+    timing = repeat_command(PYTEST + ["staff/tests"], 1, cwd=str(REPO_ROOT), env=_env(), timeout_s=3600)
+    return [Row("staff test suite", "staff/tests", timing, None, "", f"{timing.median / 60:.1f} min", "", None)]

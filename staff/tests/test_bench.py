@@ -1,0 +1,83 @@
+"""`staff bench`: its timing arithmetic, its table, the README update and its baselines. The
+figures themselves are machine-dependent and are never asserted here (no wall-clock limits)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from staff.bench import measure
+from staff.bench.kernels import lecture_get_batch
+from staff.bench.measure import Row, Timing, ratio_row, repeat, repeat_command
+from staff.bench.run import README_END, README_START, replace_readme_table
+from staff.cli import main
+
+
+def test_median_and_spread_of_the_repeats():
+    timing = Timing((3.0, 1.0, 2.0, 10.0))
+    assert timing.median == 2.5  # the middle two of an even count, not the mean (4.0) or the first
+    assert timing.describe() == "2.50 s (1.00-10.00 s)"
+    assert Timing((0.0021, 0.002, 0.0025)).describe() == "2.1 ms (2-2.5 ms)"
+
+
+def test_repeat_times_each_run_and_not_the_warm_up(monkeypatch):
+    clock = iter([10.0, 10.5, 20.0, 21.0])  # two timed runs: 0.5 s and 1 s
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: next(clock))
+    calls = []
+    timing = repeat(lambda: calls.append(1), repeats=2, warmup=3)
+    assert len(calls) == 5
+    assert timing.seconds == (0.5, 1.0)
+
+
+def test_a_failing_command_has_no_time():
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        repeat_command([sys.executable, "-c", "import sys; sys.exit(3)"], repeats=1)
+
+
+@pytest.mark.parametrize(("ours", "theirs", "met"), [(1.0, 1.0, True), (1.19, 1.0, True), (1.3, 1.0, False),
+                                                     (0.5, 1.0, True)])
+def test_a_ratio_target_is_the_time_over_the_baseline(ours, theirs, met):
+    row = ratio_row("g", "c", Timing((ours,)), Timing((theirs,)), "base", at_most=1.2)
+    assert row.met is met
+    assert row.figure == f"{ours / theirs:.3g}× the time"
+    assert ratio_row("g", "c", Timing((ours,)), Timing((theirs,)), "base", at_most=None).met is None
+
+
+def test_the_table_marks_a_missed_target():
+    rows = [Row("a", "x", Timing((1.0,)), None, "", "1 s", "< 2 s", True),
+            Row("b", "y", Timing((3.0,)), Timing((1.0,)), "base", "3× the time", "≤ 1.2×", False)]
+    table = measure.markdown(rows, "a test machine")
+    assert "a test machine" in table
+    assert "| a | x | 1.00 s (1.00-1.00 s) | — | — | 1 s | < 2 s | yes |" in table
+    assert "| b | y |" in table and table.rstrip().endswith("| **no** |")
+
+
+def test_the_readme_gets_the_table_between_its_markers_only(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_START}\nold table\n{README_END}\noutro\n")
+    replace_readme_table(readme, "| new |\n")
+    assert readme.read_text() == f"intro\n{README_START}\n| new |\n{README_END}\noutro\n"
+    readme.write_text("no markers here\n")
+    with pytest.raises(ValueError, match="bench:start"):
+        replace_readme_table(readme, "| new |\n")
+    assert readme.read_text() == "no markers here\n"
+
+
+def test_the_lecture_baseline_draws_the_windows_get_batch_would():
+    data = np.arange(1000, dtype=np.uint16)
+    x, y = lecture_get_batch(data, 8, 16, torch.Generator().manual_seed(0))
+    starts = torch.randint(1000 - 16, (8,), generator=torch.Generator().manual_seed(0))
+    assert x.dtype == torch.int64
+    assert torch.equal(x, starts[:, None] + torch.arange(16))
+    assert torch.equal(y, x + 1)
+
+
+def test_cli_refuses_bad_arguments_before_measuring(tmp_path, capsys):
+    out = tmp_path / "bench.md"
+    assert main(["bench", "--repeats", "0", "--out", str(out)]) == 2
+    assert "--repeats" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(SystemExit):
+        main(["bench", "--only", "everything"])
