@@ -3,7 +3,6 @@ memmap, an AdaGrad step, the hand-written backward, and checkpoint save and load
 
 from __future__ import annotations
 
-import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -20,7 +19,6 @@ from staff.bench.measure import Row, Timing, ratio_row, repeat_pair
 
 GET_BATCH_TOKENS = 10**9
 GET_BATCH_SIZES = [(32, 256), (64, 1024), (512, 2048)]
-PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def lecture_get_batch(data: np.ndarray, batch_size: int, context_length: int, generator: torch.Generator):
@@ -62,7 +60,6 @@ def bench_get_batch(folder: Path, repeats: int) -> list[Row]:
             f"{batch_size * (context_length + 1) * 2 / 2**20:.2f} MiB")
         ours, lecture = repeat_pair(lambda: get_batch(data, batch_size, context_length, generator=generator),
                                     lambda: lecture_get_batch(data, batch_size, context_length, generator), repeats)
-        del data
         rows.append(ratio_row("get_batch", f"B={batch_size}, L={context_length}", ours, lecture,
                               "the lecture's list comprehension",
                               at_most=0.1 if (batch_size, context_length) == GET_BATCH_SIZES[-1] else None,

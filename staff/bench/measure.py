@@ -37,18 +37,6 @@ def _seconds(value: float, unit: bool = True) -> str:
     return text + (suffix if unit else "")
 
 
-def repeat(fn: Callable[[], object], repeats: int, warmup: int = 1) -> Timing:
-    """Run fn `warmup` times untimed, then `repeats` times timed, each on its own."""
-    for _ in range(warmup):
-        fn()
-    seconds = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        seconds.append(time.perf_counter() - started)
-    return Timing(tuple(seconds))
-
-
 def repeat_pair(ours: Callable[[], object], baseline: Callable[[], object], repeats: int,
                 warmup: int = 1) -> tuple[Timing, Timing]:
     """Time two functions in alternation, so that a machine getting busier or a cache warming up

@@ -37,11 +37,11 @@ def run_groups(groups: list[str], repeats: int, batch_size: int) -> list[Row]:
         elif group == "grading":
             from staff.bench.waits import bench_grading
 
-            rows += bench_grading(batch_size, repeats, say)
+            rows += bench_grading(batch_size, say)
         elif group == "release":
             from staff.bench.waits import bench_release
 
-            rows += bench_release(repeats, say)
+            rows += bench_release(say)
         elif group == "staff-suite":
             from staff.bench.waits import bench_staff_suite
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from staff import samples
-from staff.bench.measure import Row, Timing, ratio_row, repeat, repeat_command
+from staff.bench.measure import Row, Timing, ratio_row, repeat_command
 from tests.grading import PROBLEMS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -34,13 +32,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _commands(command: list[str]) -> Callable[[], None]:
-    def run() -> None:
-        done = subprocess.run(command, cwd=REPO_ROOT, env=_env(), capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-5:])
-            raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}: {tail}")
-    return run
+def _timed(command: list[str], repeats: int = 1, timeout_s: float = 1200) -> Timing:
+    """`command` run from the repository root in a student's environment, `repeats` times."""
+    return repeat_command(command, repeats, cwd=str(REPO_ROOT), env=_env(), timeout_s=timeout_s)
 
 
 def bench_student_loop(repeats: int, progress: Callable[[str], None]) -> list[Row]:
@@ -48,21 +42,20 @@ def bench_student_loop(repeats: int, progress: Callable[[str], None]) -> list[Ro
     the whole public suite, from a cold process, against the floor of `python -c "import torch"`.
     Targets: a file within 2 s of the floor; the suite under 15 s."""
     floor_command = [PYTHON, "-c", "import torch"]
-    floor = repeat_command(floor_command, repeats, cwd=str(REPO_ROOT), env=_env())
+    floor = _timed(floor_command, repeats)
     rows = []
     for number in PROBLEMS:
         test_file = next((REPO_ROOT / "tests").glob(f"test_{number:02d}_*.py"))
         progress(f"student loop: {test_file.name}")
         # The floor again, right before the file: a machine whose speed drifts during the run moves both.
-        paired_floor = repeat_command(floor_command, 1, cwd=str(REPO_ROOT), env=_env())
-        timing = repeat_command(STUDENT_PYTEST + [str(test_file.relative_to(REPO_ROOT))], 1, cwd=str(REPO_ROOT),
-                                env=_env())
+        paired_floor = _timed(floor_command)
+        timing = _timed(STUDENT_PYTEST + [str(test_file.relative_to(REPO_ROOT))])
         over = timing.median - paired_floor.median
         rows.append(Row("student: one test file", f"{test_file.name} (1 run, next to 1 run of the floor)", timing,
                         paired_floor, 'python -c "import torch"', f"+{over:.2f} s over the floor", "≤ +2 s",
                         over <= 2.0))
     progress("student loop: the whole public suite")
-    suite = repeat_command(STUDENT_PYTEST + ["tests"], repeats, cwd=str(REPO_ROOT), env=_env())
+    suite = _timed(STUDENT_PYTEST + ["tests"], repeats)
     rows.append(Row("student: whole public suite", "tests/", suite, floor, 'python -c "import torch"',
                     f"{suite.median:.1f} s", "< 15 s", suite.median < 15.0))
     return rows
@@ -77,11 +70,10 @@ def _full_marks(results: Path) -> None:
                            "did not do the whole work has no meaningful time")
 
 
-def bench_grading(batch_size: int, repeats: int, progress: Callable[[str], None]) -> list[Row]:
+def bench_grading(batch_size: int, progress: Callable[[str], None]) -> list[Row]:
     """One grade of the reference, public + hidden, in-process and behind the sandbox, once each
     (half a minute each); then a batch of `batch_size` copies of it at -j 1 and at -j cores, whose
     submissions are the repeats: their own seconds give the sandboxed grade's median and spread."""
-    repeats = 1
     rows = []
     with tempfile.TemporaryDirectory(prefix="staff-bench-grade-") as scratch:
         folder = Path(scratch)
@@ -89,10 +81,10 @@ def bench_grading(batch_size: int, repeats: int, progress: Callable[[str], None]
         results = folder / "results.json"
         grade = STAFF + ["grade", str(reference), "--out", str(results)]
         progress("grading: one submission in-process")
-        in_process = repeat(_commands(grade + ["--in-process"]), repeats, warmup=0)
+        in_process = _timed(grade + ["--in-process"])
         _full_marks(results)
         progress("grading: one submission behind the sandbox")
-        sandboxed = repeat(_commands(grade), repeats, warmup=0)
+        sandboxed = _timed(grade)
         _full_marks(results)
         rows.append(ratio_row("grading: `staff grade` of the reference", "behind the sandbox (1 run)", sandboxed,
                               in_process, "--in-process (unsafe)", at_most=None))
@@ -106,9 +98,7 @@ def bench_grading(batch_size: int, repeats: int, progress: Callable[[str], None]
         for jobs in sorted({1, cores}):
             progress(f"grading: a batch of {batch_size} at -j {jobs}")
             out = folder / f"grades-j{jobs}"
-            started = time.perf_counter()
-            _commands(STAFF + ["grade", "--batch", str(batch), "--out", str(out), "-j", str(jobs)])()
-            timings[jobs] = Timing((time.perf_counter() - started,))
+            timings[jobs] = _timed(STAFF + ["grade", "--batch", str(batch), "--out", str(out), "-j", str(jobs)])
             for submission in out.glob("student-*/results.json"):
                 _full_marks(submission)
             if jobs == 1:
@@ -124,14 +114,11 @@ def bench_grading(batch_size: int, repeats: int, progress: Callable[[str], None]
     return rows
 
 
-def bench_release(repeats: int, progress: Callable[[str], None]) -> list[Row]:
+def bench_release(progress: Callable[[str], None]) -> list[Row]:
     """`staff release OUT --zip --git`, end to end, once (about a minute: the release grades itself)."""
-    repeats = 1
     progress("staff release")
     with tempfile.TemporaryDirectory(prefix="staff-bench-release-") as scratch:
-        outs = iter(range(repeats + 1))
-        timing = repeat(lambda: _commands(STAFF + ["release", str(Path(scratch) / f"r{next(outs)}"), "--zip",
-                                                   "--git"])(), repeats, warmup=0)
+        timing = _timed(STAFF + ["release", str(Path(scratch) / "release"), "--zip", "--git"])
     return [Row("staff release", "--zip --git", timing, None, "", f"{timing.median:.0f} s", "< 90 s",
                 timing.median < 90)]
 
@@ -139,5 +126,5 @@ def bench_release(repeats: int, progress: Callable[[str], None]) -> list[Row]:
 def bench_staff_suite(progress: Callable[[str], None]) -> list[Row]:
     """The staff tests (staff/tests), once: what CI spends beyond the graded suites."""
     progress("the staff test suite (about 15 minutes)")
-    timing = repeat_command(PYTEST + ["staff/tests"], 1, cwd=str(REPO_ROOT), env=_env(), timeout_s=3600)
+    timing = _timed(PYTEST + ["staff/tests"], timeout_s=3600)
     return [Row("staff test suite", "staff/tests", timing, None, "", f"{timing.median / 60:.1f} min", "", None)]

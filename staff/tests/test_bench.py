@@ -11,7 +11,7 @@ import torch
 
 from staff.bench import measure
 from staff.bench.kernels import lecture_get_batch
-from staff.bench.measure import Row, Timing, ratio_row, repeat, repeat_command
+from staff.bench.measure import Row, Timing, ratio_row, repeat_command, repeat_pair
 from staff.bench.run import README_END, README_START, replace_readme_table
 from staff.cli import main
 
@@ -23,13 +23,14 @@ def test_median_and_spread_of_the_repeats():
     assert Timing((0.0021, 0.002, 0.0025)).describe() == "2.1 ms (2-2.5 ms)"
 
 
-def test_repeat_times_each_run_and_not_the_warm_up(monkeypatch):
-    clock = iter([10.0, 10.5, 20.0, 21.0])  # two timed runs: 0.5 s and 1 s
+def test_a_pair_is_timed_in_alternation_and_not_during_the_warm_up(monkeypatch):
+    # Timed calls in order: ours, baseline, ours, baseline, taking 0.5, 2, 1 and 3 s.
+    clock = iter([10.0, 10.5, 20.0, 22.0, 30.0, 31.0, 40.0, 43.0])
     monkeypatch.setattr(measure.time, "perf_counter", lambda: next(clock))
     calls = []
-    timing = repeat(lambda: calls.append(1), repeats=2, warmup=3)
-    assert len(calls) == 5
-    assert timing.seconds == (0.5, 1.0)
+    ours, baseline = repeat_pair(lambda: calls.append("ours"), lambda: calls.append("base"), repeats=2, warmup=1)
+    assert calls == ["ours", "base"] * 3
+    assert ours.seconds == (0.5, 1.0) and baseline.seconds == (2.0, 3.0)
 
 
 def test_a_failing_command_has_no_time():
