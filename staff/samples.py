@@ -22,11 +22,13 @@ def reference(dest: Path) -> Path:
     return dest / PACKAGE
 
 
-def stubs(dest: Path) -> Path:
-    """`dest`/cs336_basics as the student release has it: every solution body a stub."""
+def stubs(dest: Path, keep: set[str] = frozenset()) -> Path:
+    """`dest`/cs336_basics as the student release has it: every solution body a stub, except in the
+    modules named in `keep` (e.g. {"dtype_memory"}: Problem 1 done, the rest not started)."""
     package = reference(dest)
     for module in package.glob("*.py"):
-        module.write_text(stub_source(module.read_text(encoding="utf-8"), module), encoding="utf-8")
+        if module.stem not in keep:
+            module.write_text(stub_source(module.read_text(encoding="utf-8"), module), encoding="utf-8")
     return package
 
 

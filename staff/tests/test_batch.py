@@ -60,8 +60,7 @@ def test_a_stopped_batch_keeps_what_it_finished_and_a_rerun_grades_the_rest(tmp_
     folder, out = tmp_path / "submissions", tmp_path / "grades"
     for name in ("s1", "s2", "s3", "s4"):
         samples.stubs(folder / name)
-    half = samples.stubs(folder / "half-done")
-    (half / "dtype_memory.py").write_text((samples.REPO_ROOT / "cs336_basics" / "dtype_memory.py").read_text())
+    samples.stubs(folder / "half-done", keep={"dtype_memory"})
     samples.replace_in(samples.reference(folder / "broken") / "flops.py", "def mfu(", "def mfu(((")
     samples.zip_folder(samples.stubs(tmp_path / "zipped").parent, folder / "zipped.zip")
     env = {**os.environ, "PYTHONPATH": str(samples.REPO_ROOT)}

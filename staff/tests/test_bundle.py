@@ -86,8 +86,7 @@ def test_a_folder_upload_of_the_reference_gets_full_marks(autograder_root):
 def test_a_zip_upload_is_graded_from_the_code_inside_it(autograder_root, tmp_path):
     # Problem 1 done, the rest stubs: every point of Problem 1 and none elsewhere shows the zip's own
     # code was graded (the folder upload above already grades the whole reference; this is cheaper).
-    package = samples.stubs(tmp_path / "work")
-    (package / "dtype_memory.py").write_text((samples.REPO_ROOT / "cs336_basics" / "dtype_memory.py").read_text())
+    samples.stubs(tmp_path / "work", keep={"dtype_memory"})
     archive = samples.zip_folder(tmp_path / "work", tmp_path / "cs336-basics-submission.zip")
     results = run_autograder(autograder_root, lambda s: shutil.copy(archive, s / archive.name))
     problem_1 = [t for t in results["tests"] if "problem 1" in t["tags"]]
