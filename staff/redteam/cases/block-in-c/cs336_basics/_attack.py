@@ -7,8 +7,9 @@ _ways = [lambda: _libc.pause(), lambda: time.sleep(10**6), lambda: os.read(os.pi
 
 
 def attack(args):
-    # Each call runs in a fresh process, so a counter in memory would always pick the first way:
-    # count the calls in a file of the worker's folder instead, and block a different way each time.
+    # Each blocked call ends with its worker killed, so the next call runs in a fresh one and a counter
+    # in memory would always pick the first way: count the calls in a file of the worker's folder
+    # (which outlives its workers) instead, and block a different way each time.
     try:
         with open(".block-in-c-calls", "a+") as calls:
             calls.seek(0)
