@@ -265,7 +265,7 @@ def _add_validate(commands) -> None:
         "(or is not caught by a test it names), or the stubs score.",
     )
     validate.add_argument("--sample", action="store_true",
-                          help="only a fixed sample: per problem one wheat and one chaff (what CI runs)")
+                          help="only a fixed sample: per problem one wheat and one chaff (CI grades its wheat)")
     validate.add_argument("--problem", type=int, action="append", choices=sorted(PROBLEMS), metavar="N",
                           help="only the variants of problem N (repeatable); the stubs are then not graded")
     validate.add_argument("-j", "--jobs", type=int, default=None,

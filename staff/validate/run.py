@@ -124,7 +124,7 @@ def summary(outcomes: list[Outcome]) -> list[str]:
 
 
 def sample(variants: list[Variant]) -> list[Variant]:
-    """The CI sample: per problem, its first wheat and its first chaff."""
+    """A fixed sample: per problem, its first wheat and its first chaff (CI grades the wheat of it)."""
     picked = []
     for number in PROBLEMS:
         mine = [v for v in variants if v.problem == number]
