@@ -40,13 +40,14 @@ def run_get_batch(
 
 @routed
 def run_get_batch_from_file(
-    path: str, dtype: str, batch_size: int, context_length: int, seed: int | None = None
+    path: str, dtype: str, batch_size: int, context_length: int, seed: int | None = None, device: str = "cpu"
 ) -> dict:
-    """open_tokens then get_batch on CPU: {"inputs", "targets"}. The test measures what the call read
-    from the file (`resident_bytes`) itself, after the call: given a fresh sparse file, nothing of it
-    is in the page cache before."""
+    """open_tokens then get_batch onto `device`: {"inputs", "targets", "copies"} as run_get_batch.
+    The test measures what the call read from the file (`resident_bytes`) itself, after the call:
+    given a fresh sparse file, nothing of it is in the page cache before."""
     from cs336_basics import data
 
     tokens = data.open_tokens(path, np.dtype(dtype))
-    inputs, targets = data.get_batch(tokens, batch_size, context_length, "cpu", to_generator(seed))
-    return {"inputs": inputs, "targets": targets}
+    with HostToDeviceCopies() as watch:
+        inputs, targets = data.get_batch(tokens, batch_size, context_length, device, to_generator(seed))
+    return {"inputs": inputs, "targets": targets, "copies": watch.copies}

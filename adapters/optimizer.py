@@ -23,16 +23,18 @@ def run_adagrad(
     groups: list[dict] | None = None,
     lr: float | None = None,
     state_dict: dict | None = None,
+    device: str = "cpu",
 ) -> dict:
     """Run AdaGrad for len(grads_per_step) steps, setting each parameter's .grad from the step's list.
 
     Args:
-        params: starting values (copied; the inputs are not changed).
+        params: starting values (copied to `device`; the inputs are not changed).
         grads_per_step: one list per step, one gradient (or None) per parameter.
         groups: param groups as [{"params": [indices into params], "lr": ...}, ...] ("lr" optional);
             None for a single list of every parameter.
         lr: passed as AdaGrad(..., lr=lr); None leaves the default.
         state_dict: an optimizer state_dict to load before the first step.
+        device: where the parameters and their gradients live ("cuda" for the GPU tests).
 
     Returns:
         {"params": final values, "state_dict": optimizer.state_dict() (state copied),
@@ -41,7 +43,7 @@ def run_adagrad(
     """
     from cs336_basics import optimizer
 
-    tensors = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    tensors = [torch.nn.Parameter(p.detach().clone().to(device)) for p in params]
     spec = tensors if groups is None else [
         {**g, "params": [tensors[i] for i in g["params"]]} for g in groups
     ]
@@ -51,7 +53,7 @@ def run_adagrad(
             opt.load_state_dict(state_dict)
         for grads in grads_per_step:
             for p, g in zip(tensors, grads):
-                p.grad = None if g is None else g.detach().clone()
+                p.grad = None if g is None else g.detach().clone().to(device)
             opt.step()
     used = bool(calls) or isinstance(opt, torch.optim.Adagrad)
     saved = opt.state_dict()

@@ -7,6 +7,7 @@ in, and after each optimizer step the bytes that parameters, gradients and optim
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,6 +60,16 @@ def _held_after_each_step() -> Iterator[list[dict]]:
         handle.remove()
 
 
+def _config(config_class, fields: dict):
+    """TrainConfig(**fields), or a TypeError naming a field the student's TrainConfig lacks."""
+    known = {field.name for field in dataclasses.fields(config_class)}
+    missing = sorted(set(fields) - known)
+    if missing:
+        raise TypeError(f"your TrainConfig has no field {', '.join(missing)}; release 1.2.0 added "
+                        f"`device: str = \"cpu\"` (see CHANGELOG.md and handout/11_train.md §11.5)")
+    return config_class(**fields)
+
+
 @routed
 def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, resume_from: str | None = None,
               probe: torch.Tensor | None = None) -> dict:
@@ -79,7 +90,7 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
     """
     from cs336_basics import train
 
-    settings = train.TrainConfig(**config)
+    settings = _config(train.TrainConfig, config)
     if checkpoint_dir is not None:  # made here, on the student's side: a folder the test made may not be writable
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
     with _held_after_each_step() as steps, ScriptedMatmuls() as matmuls:
@@ -108,7 +119,7 @@ def run_step_batch(tokens: np.ndarray, config: dict, step: int) -> dict:
     draws from a generator seeded with config's seed + step: {"x", "y", "inputs", "targets"}."""
     from cs336_basics import data, train
 
-    settings = train.TrainConfig(**config)
+    settings = _config(train.TrainConfig, config)
     x, y = train.step_batch(tokens, settings, step)
     generator = torch.Generator().manual_seed(settings.seed + step)
     inputs, targets = data.get_batch(tokens, settings.batch_size, settings.dim, generator=generator)

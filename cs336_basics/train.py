@@ -40,6 +40,8 @@ class TrainConfig:
             seeded with seed + i.
         checkpoint_every: after every this many steps, save a checkpoint; 0 never saves.
         mixed_precision: run the forward pass under torch.autocast with bfloat16.
+        device: where the model, its optimizer state and each batch live ("cpu", "cuda"). The model
+            is built on the CPU, so its initial weights are the same on every device, then moved.
     """
 
     dim: int = 16
@@ -51,6 +53,7 @@ class TrainConfig:
     seed: int = 0
     checkpoint_every: int = 0
     mixed_precision: bool = False
+    device: str = "cpu"
 
 
 @dataclass
@@ -99,12 +102,13 @@ def train(
 ) -> TrainResult:
     """Train Cruncher(config.dim, config.num_layers) with AdaGrad on the uint16 token file at `data_path`.
 
-    1. open_tokens(data_path, TOKEN_DTYPE); set_seed(config.seed); build the model; build
-       AdaGrad(model.parameters(), lr=config.lr).
+    1. open_tokens(data_path, TOKEN_DTYPE); set_seed(config.seed); build the model on the CPU and
+       move it to config.device; build AdaGrad(model.parameters(), lr=config.lr).
     2. With `resume_from`, load_checkpoint it into the model and optimizer: its iteration is the
        number of steps already done, and the run continues from there.
-    3. For each remaining step i: x, y = step_batch(tokens, config, i); the prediction model(x),
-       under torch.autocast(device_type="cpu", dtype=torch.bfloat16) when config.mixed_precision;
+    3. For each remaining step i: x, y = step_batch(tokens, config, i), moved to config.device; the
+       prediction model(x), under torch.autocast(device_type=that device's type, e.g. "cpu" or
+       "cuda", dtype=torch.bfloat16) when config.mixed_precision;
        loss = mean((prediction - y) ** 2) computed in float32; backward; optimizer.step(); then
        optimizer.zero_grad(set_to_none=True). After a step that leaves i + 1 steps done, with
        checkpoint_every > 0 and i + 1 a multiple of it, save_checkpoint(model, optimizer, i + 1,
@@ -124,13 +128,15 @@ def train(
         raise ValueError(f"checkpoint_every={config.checkpoint_every} needs a checkpoint_dir to save into")
     tokens = open_tokens(data_path, TOKEN_DTYPE)
     set_seed(config.seed)
-    model = Cruncher(config.dim, config.num_layers)
+    device = torch.device(config.device)
+    model = Cruncher(config.dim, config.num_layers).to(device)
     optimizer = AdaGrad(model.parameters(), lr=config.lr)
     start = 0 if resume_from is None else load_checkpoint(resume_from, model, optimizer)
     losses = []
     for step in range(start, config.num_steps):
         x, y = step_batch(tokens, config, step)
-        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=config.mixed_precision):
+        x, y = x.to(device), y.to(device)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.mixed_precision):
             prediction = model(x)
         loss = (prediction.float() - y).square().mean()
         loss.backward()

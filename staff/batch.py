@@ -5,7 +5,8 @@ DIR holds one folder or zip per student, or is Gradescope's "Export Submissions"
 submission's results.json goes to OUT/<name>/results.json, written atomically, so a batch that is
 killed loses nothing finished and leaves nothing half-written; running the same command again
 grades only what is missing (or everything, with --force). OUT also gets grades.csv, summary.md
-and charts (PNG).
+and charts (PNG). The GPU part (`staff grade --gpu`) goes to OUT/<name>/results-gpu.json, and every
+gradebook written from OUT adds it to the CPU grade: grades.csv has public, hidden and gpu columns.
 """
 
 from __future__ import annotations
@@ -89,18 +90,25 @@ def find_submissions(folder: Path) -> list[Submission]:
     return found
 
 
-def finished(out: Path) -> bool:
-    """Whether `out` holds a complete results.json (as written atomically by an earlier run)."""
+def meta_name(results: str) -> str:
+    """The file beside a results file that says who submitted and how grading went: meta.json for
+    the CPU grade, meta-gpu.json for the GPU part."""
+    return "meta.json" if results == RESULTS else "meta-gpu.json"
+
+
+def finished(out: Path, results: str = RESULTS) -> bool:
+    """Whether `out` holds a complete `results` file (as written atomically by an earlier run)."""
     try:
-        document = json.loads((out / RESULTS).read_text(encoding="utf-8"))
+        document = json.loads((out / results).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return not validate_results(document)
 
 
-def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object]) -> None:
-    """Grade one submission into `out` (results.json and meta.json). A failure of the grader itself
-    becomes a results file scoring 0 with the reason, so the batch goes on."""
+def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object], results: str = RESULTS) -> None:
+    """Grade one submission into `out` (`results`, results.json or results-gpu.json, and its meta
+    file). A failure of the grader itself becomes a results file scoring 0 with the reason, so the
+    batch goes on."""
     from staff.gradescope import results_json
 
     started = time.monotonic()
@@ -119,8 +127,8 @@ def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object
     seconds = time.monotonic() - started
     write_json_atomically({"student_id": submission.student_id, "name": submission.name, "email": submission.email,
                            "submission": submission.key, "seconds": round(seconds, 2), "error": error},
-                          out / "meta.json")
-    write_json_atomically(document, out / RESULTS)  # last: its presence marks the submission done
+                          out / meta_name(results))
+    write_json_atomically(document, out / results)  # last: its presence marks the submission done
 
 
 @dataclass
@@ -162,7 +170,7 @@ def load_row(out: Path, submission: Submission) -> Row:
             possible[problem, part] = possible.get((problem, part), 0.0) + float(test.get("max_score", 0))
             if test.get("status") == "failed":
                 failed.append((problem, str(test.get("name", "?")).split("[", 1)[0]))
-    meta = _read(out / "meta.json")
+    meta = _read(out / "meta.json") or _read(out / meta_name(RESULTS_GPU))
     return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")))
 
 
@@ -243,9 +251,10 @@ def draw_charts(rows: list[Row], most_failed: list[tuple[str, int]], folder: Pat
 
 
 def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str], list[Path]]:
-    """grades.csv, summary.md and charts from every finished submission under `out`; the summary's
-    lines and the files written."""
-    rows = [load_row(out / s.key, s) for s in submissions if finished(out / s.key)]
+    """grades.csv, summary.md and charts from every submission under `out` with a finished CPU grade,
+    GPU part or both (a row holds whichever parts it has); the summary's lines and the files written."""
+    rows = [load_row(out / s.key, s) for s in submissions
+            if finished(out / s.key) or finished(out / s.key, RESULTS_GPU)]
     write_csv(rows, out / "grades.csv")
     table, most_failed = summarize(rows)
     lines = [f"{len(rows)} of {len(submissions)} submissions graded", "", *table, "",
@@ -261,9 +270,10 @@ def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str]
 
 
 def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs: int, force: bool = False,
-                progress: bool = True) -> tuple[list[str], list[Path]]:
+                progress: bool = True, results: str = RESULTS) -> tuple[list[str], list[Path]]:
     """Grade every submission of `folder` not yet finished in `out` (all of them with `force`),
-    `jobs` at a time, then write the gradebook; its summary lines and files.
+    `jobs` at a time, each into OUT/<name>/`results`, then write the gradebook from every part
+    found there; its summary lines and files.
 
     Raises:
         BatchError: `folder` cannot be read, or `out` is inside it.
@@ -275,12 +285,12 @@ def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*/.*.tmp"):  # what an earlier batch, stopped mid-write, left half-written
         stale.unlink()
-    todo = [s for s in submissions if force or not finished(out / s.key)]
+    todo = [s for s in submissions if force or not finished(out / s.key, results)]
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
             tqdm(total=len(submissions), initial=len(submissions) - len(todo), unit="submission", desc="batch",
                  disable=not progress, mininterval=0.5 if os.isatty(2) else 15) as bar:
-        futures = [pool.submit(grade_one, s, out / s.key, grader) for s in todo]
+        futures = [pool.submit(grade_one, s, out / s.key, grader, results) for s in todo]
         for future in as_completed(futures):
             future.result()
             with lock:

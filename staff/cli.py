@@ -8,14 +8,16 @@ import signal
 import sys
 from pathlib import Path
 
-DEFAULT_RESULTS = Path("results.json")
+DEFAULT_RESULTS, DEFAULT_GPU_RESULTS = Path("results.json"), Path("results-gpu.json")
+DEFAULT_MEMORY_GIB = 8.0
 
 
 def _sandbox_options(args: argparse.Namespace):
     from staff.sandbox.client import Limits
     from staff.sandbox.layout import SandboxOptions
 
-    memory = None if args.memory_gib <= 0 else int(args.memory_gib * 2**30)
+    memory_gib = args.memory_gib if args.memory_gib is not None else 0 if args.gpu else DEFAULT_MEMORY_GIB
+    memory = None if memory_gib <= 0 else int(memory_gib * 2**30)
     return SandboxOptions(test_budget_s=args.test_timeout, limits=Limits(memory_bytes=memory),
                           separate_user=not args.no_separate_user, namespaces=not args.no_namespaces,
                           landlock=not args.no_landlock, threads=args.threads or os.cpu_count() or 1,
@@ -38,7 +40,7 @@ def _grader(args: argparse.Namespace, progress: bool):
     def run(submission: Path):
         return grade(submission, timeout_s=args.timeout, verbose=args.verbose, hidden=not args.no_hidden,
                      hidden_visibility=args.hidden_visibility, sandbox=_sandbox_options(args),
-                     in_process=args.in_process, progress=progress)
+                     in_process=args.in_process, progress=progress, gpu=args.gpu)
 
     return run
 
@@ -47,6 +49,14 @@ def _grade(args: argparse.Namespace) -> int:
     from staff.grade import REPO_ROOT, stop_running
     from staff.gradescope import write_results
 
+    if args.gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("staff grade --gpu: this machine has no CUDA GPU (torch.cuda.is_available() is False); run it on "
+                  "the GPU machine, where `staff grade` without --gpu grades everything else", file=sys.stderr)
+            return 2
+        print(f"grading the GPU part on {torch.cuda.get_device_name()}", file=sys.stderr)
     if args.batch is not None:
         return _grade_batch(args)
     submission = (args.submission or REPO_ROOT).resolve()
@@ -54,7 +64,7 @@ def _grade(args: argparse.Namespace) -> int:
         print(f"staff grade: {submission} does not exist; expected a folder holding cs336_basics/ or a zip of it",
               file=sys.stderr)
         return 2
-    out = args.out or DEFAULT_RESULTS
+    out = args.out or (DEFAULT_GPU_RESULTS if args.gpu else DEFAULT_RESULTS)
     print(f"grading {submission}", file=sys.stderr)
     try:
         result = _grader(args, progress=True)(submission)
@@ -70,7 +80,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _grade_batch(args: argparse.Namespace) -> int:
-    from staff.batch import BatchError, grade_batch
+    from staff.batch import RESULTS, RESULTS_GPU, BatchError, grade_batch
     from staff.grade import stop_running
 
     folder = args.batch.resolve()
@@ -78,12 +88,17 @@ def _grade_batch(args: argparse.Namespace) -> int:
     if args.submission is not None:
         print("staff grade: give either a SUBMISSION or --batch DIR, not both", file=sys.stderr)
         return 2
-    jobs = args.jobs or os.cpu_count() or 1
+    if args.gpu and (args.jobs or 1) > 1:
+        print("staff grade --gpu: grades one submission at a time, so that no timing shares the GPU; drop -j",
+              file=sys.stderr)
+        return 2
+    jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
     if args.threads is None:
         args.threads = max(1, (os.cpu_count() or 1) // jobs)
     print(f"grading the submissions in {folder} into {out}, {jobs} at a time", file=sys.stderr)
     try:
-        lines, files = grade_batch(folder, out, _grader(args, progress=False), jobs, args.force)
+        lines, files = grade_batch(folder, out, _grader(args, progress=False), jobs, args.force,
+                                   results=RESULTS_GPU if args.gpu else RESULTS)
     except BatchError as error:
         print(f"staff grade: {error}", file=sys.stderr)
         return 2
@@ -114,12 +129,13 @@ def _add_grade(commands) -> None:
                        help="a folder holding cs336_basics/, the cs336_basics folder itself, or a zip of either "
                        "(default: this repository's reference solution)")
     grade.add_argument("--out", type=Path, default=None,
-                       help=f"where to write: results.json for one submission (default {DEFAULT_RESULTS}); a folder "
-                       "for --batch (default: DIR-grades next to DIR)")
+                       help=f"where to write: results.json for one submission (default {DEFAULT_RESULTS}, "
+                       f"{DEFAULT_GPU_RESULTS} with --gpu); a folder for --batch (default: DIR-grades next to DIR)")
     grade.add_argument("--batch", type=Path, metavar="DIR", default=None,
                        help="grade every submission in DIR: one folder or zip each, or Gradescope's export "
                        "(submission_metadata.yml and submission_*/ folders)")
-    grade.add_argument("-j", "--jobs", type=int, default=None, help="submissions graded at once (default: cores)")
+    grade.add_argument("-j", "--jobs", type=int, default=None,
+                       help="submissions graded at once (default: cores; always 1 with --gpu)")
     grade.add_argument("--force", action="store_true", help="with --batch, grade again what is already graded")
     grade.add_argument("--timeout", type=float, default=1800, help="seconds the whole test run of one submission "
                        "may take; tests it does not reach score 0 (default: %(default)g)")
@@ -137,8 +153,14 @@ def _add_grade(commands) -> None:
                        help="as root, do not run student code as a user of its own")
     grade.add_argument("--no-namespaces", action="store_true", help="no new PID and network namespaces")
     grade.add_argument("--no-landlock", action="store_true", help="no Landlock file-access restriction")
-    grade.add_argument("--memory-gib", type=float, default=8.0,
-                       help="address space the student's process may use, GiB (0: unlimited; default: %(default)g)")
+    grade.add_argument("--gpu", action="store_true",
+                       help="grade only the GPU part (the tests marked cuda) on this machine's GPU, into "
+                       f"{DEFAULT_GPU_RESULTS} (with --batch: OUT/<name>/{DEFAULT_GPU_RESULTS}, which every gradebook "
+                       "written from OUT adds to the CPU grade). Without a GPU it stops at once")
+    grade.add_argument("--memory-gib", type=float, default=None,
+                       help="address space the student's process may use, GiB (0: unlimited; default: "
+                       f"{DEFAULT_MEMORY_GIB:g}, and unlimited with --gpu: the CUDA driver maps far more address "
+                       "space than it uses)")
     grade.add_argument("--threads", type=int, default=None,
                        help="torch threads of the student's process (default: cores / jobs)")
     grade.add_argument("-v", "--verbose", action="store_true",
@@ -246,8 +268,16 @@ def _validate(args: argparse.Namespace) -> int:
         from staff.validate.flaky import main_flaky
 
         return main_flaky(args.flaky, jobs)
+    if args.gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("staff validate --gpu: this machine has no CUDA GPU (torch.cuda.is_available() is False)",
+                  file=sys.stderr)
+            return 2
+        jobs = 1  # one implementation at a time: no timing shares the GPU
     try:
-        return main_validate(args.sample, problems, jobs)
+        return main_validate(args.sample, problems, jobs, gpu=args.gpu)
     except ValueError as error:
         print(f"staff validate: {error}", file=sys.stderr)
         return 2
@@ -269,7 +299,10 @@ def _add_validate(commands) -> None:
     validate.add_argument("--problem", type=int, action="append", choices=sorted(PROBLEMS), metavar="N",
                           help="only the variants of problem N (repeatable); the stubs are then not graded")
     validate.add_argument("-j", "--jobs", type=int, default=None,
-                          help="implementations graded at once (default: cores)")
+                          help="implementations graded at once (default: cores; always 1 with --gpu)")
+    validate.add_argument("--gpu", action="store_true",
+                          help="grade the GPU part only, on this machine's GPU: the stubs, the wheat of problems with "
+                          "cuda tests, and the chaff only a GPU catches (gpu_catches: a timer without synchronize)")
     validate.add_argument("--mutants", action="store_true",
                           help="instead: mutation testing of the solution bodies (about 20 minutes on 2 cores)")
     validate.add_argument("--flaky", type=int, metavar="RUNS", default=0,
@@ -324,6 +357,41 @@ def _add_bench(commands) -> None:
     bench.set_defaults(run=_bench)
 
 
+def _gpu_report(args: argparse.Namespace) -> int:
+    from staff.gpu_report import main_report
+    from staff.grade import REPO_ROOT
+
+    return main_report(args, REPO_ROOT)
+
+
+def _add_gpu_report(commands) -> None:
+    from staff.gpu_report import DTYPES, SIZES
+
+    report = commands.add_parser(
+        "gpu-report",
+        help="the device's matmul throughput by the tests' harness beside a submission's time_matmul, and get_batch's",
+        description="On the GPU present: its name and peak row; for each dtype and matrix size the harness's "
+        "(CUDA events, warm-up, rotated inputs, median) and the submission's time_matmul time, TFLOP/s and MFU, with "
+        "the harness's verdict on the latter; get_batch's throughput for 64 x 1024 tokens from a 256 MiB memmap. "
+        "Prints the table and writes OUT/gpu-report.csv and OUT/gpu-report.png. The submission's code runs "
+        "unconfined: this is a report, not a grade.",
+    )
+    report.add_argument("submission", nargs="?", type=Path, default=None,
+                        help="a folder holding cs336_basics/, that folder, or a zip (default: the reference)")
+    report.add_argument("--device", default="cuda", help="where to measure (default: %(default)s; 'cpu' shows the "
+                        "report's shape on a machine without a GPU)")
+    report.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
+                        help="matrix sizes n of the n x n @ n x n products (default: %(default)s)")
+    report.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=["bfloat16", "float16", "float32"],
+                        help="dtypes (default: %(default)s)")
+    report.add_argument("--warmup", type=int, default=5, help="untimed runs first (default: %(default)s)")
+    report.add_argument("--repeats", type=int, default=20, help="timed runs; the median is reported "
+                        "(default: %(default)s)")
+    report.add_argument("--out", type=Path, default=Path("gpu-report"),
+                        help="folder for gpu-report.csv and gpu-report.png (default: %(default)s)")
+    report.set_defaults(run=_gpu_report)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="staff", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -333,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_validate(commands)
     _add_figures(commands)
     _add_bench(commands)
+    _add_gpu_report(commands)
     args = parser.parse_args(argv)
     if threading_main():
         signal.signal(signal.SIGTERM, _interrupt)  # a stopped grader ends its test runs and workers too

@@ -230,6 +230,7 @@ def grade(
     in_process: bool = False,
     progress: bool = True,
     problems: set[int] | None = None,
+    gpu: bool = False,
 ) -> Grade:
     """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
 
@@ -245,10 +246,12 @@ def grade(
             a hostile submission can forge its grade this way).
         progress: show a progress bar of the tests.
         problems: run only these problems' tests (None: every problem's).
+        gpu: grade only the GPU part: the public tests marked `cuda` (the hidden suite has none), on
+            this machine's GPU. The CPU grade leaves them out, so the two parts add up.
     """
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {hidden_visibility!r}")
-    hidden = hidden and HIDDEN_SUITE.is_dir()
+    hidden = hidden and HIDDEN_SUITE.is_dir() and not gpu
     started = time.monotonic()
     options = sandbox or SandboxOptions()
     if test_timeout_s is not None:
@@ -260,7 +263,7 @@ def grade(
         confined = None if in_process or problem is not None else options
         workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined)
         shutil.rmtree(package)
-        extra = [f"--hidden-visibility={hidden_visibility}"]
+        extra = [f"--hidden-visibility={hidden_visibility}"] + (["-m", "cuda"] if gpu else [])
         if in_process:
             if problem is None:
                 problem = import_error(workspace.grader)

@@ -3,7 +3,7 @@
 Every graded test belongs to one problem (module marker `problem(N)`) and is worth some points
 (marker `points(P)`). Graded tests are the public ones in this folder and, when the staff grade,
 the hidden ones. A test earns its points only when it passes; a `cuda` test skipped for want of a
-GPU counts as 0 of 0. Any other skip or xfail counts as a failure: code under test cannot take
+GPU (or of one the tests have figures for) counts as 0 of 0. Any other skip or xfail counts as a failure: code under test cannot take
 points off the table by skipping.
 
 With `--grading-report PATH` the plugin also writes one JSON object per line to PATH: a
@@ -50,7 +50,10 @@ PROBLEMS: dict[int, Problem] = {
     10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 9, "checkpoint"),
     11: Problem("Train it", "handout/11_train.md", 7, "train"),
 }
-NO_GPU_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
+# A `cuda` test skipped with a reason starting so (no GPU, or one the tests have no figures for)
+# counts as 0 of 0, neither earned nor lost; any other skip is a failure.
+GPU_SKIP_PREFIX = "needs a CUDA GPU"
+NO_GPU_REASON = f"{GPU_SKIP_PREFIX}: torch.cuda.is_available() is False on this machine"
 MAX_OUTPUT_CHARS = 4000
 # Gradescope's visibilities: "hidden" (staff only), "after_due_date", "after_published", "visible".
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -174,8 +177,8 @@ class PointsPlugin:
             test.status, test.output = FAILED, f"FAILED{phase}\n{text}"[:MAX_OUTPUT_CHARS]
         elif report.skipped and test.status is None:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-            if test.needs_cuda and NO_GPU_REASON in reason and not hasattr(report, "wasxfail"):
-                test.status, test.output = SKIPPED, f"skipped: {NO_GPU_REASON}"
+            if test.needs_cuda and GPU_SKIP_PREFIX in reason and not hasattr(report, "wasxfail"):
+                test.status, test.output = SKIPPED, f"skipped: {reason.removeprefix('Skipped: ')}"
             else:
                 test.status, test.output = FAILED, f"FAILED: the test was skipped or xfailed unexpectedly ({reason})"
         elif report.when == "call" and report.passed and test.status is None:

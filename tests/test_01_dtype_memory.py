@@ -50,6 +50,27 @@ def test_tensor_bytes():
                     what="tensor bytes", inputs=(shape, name), see=f"{SEE} §1.1")
 
 
+# Shapes whose byte counts are multiples of 512: the GPU's caching allocator rounds each block up to
+# 512 bytes, so for these the rise of memory_allocated() is the tensor's exact size.
+GPU_TENSORS = [((1024, 1024), "float32"), ((256, 2048), "bfloat16"), ((3, 512, 64), "float16"),
+               ((4096, 8), "int64"), ((64, 4096), "uint8"), ((2048,), "bool"), ((128, 512), "float8_e4m3fn")]
+
+
+@pytest.mark.cuda
+@pytest.mark.points(1)
+def test_tensor_bytes_match_what_the_gpu_allocates():
+    for shape, name in GPU_TENSORS:
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        tensor = torch.empty(shape, dtype=getattr(torch, name), device="cuda")
+        rise = torch.cuda.memory_allocated() - before
+        del tensor
+        inputs = f"torch.empty({shape}, dtype=torch.{name}, device='cuda')"
+        assert rise == math.prod(shape) * element_size(name), f"the GPU allocated {rise} bytes for {inputs}"
+        check_equal(A.run_tensor_bytes(list(shape), name), rise, inputs=inputs, see=f"{SEE} §1.1 and §1.6",
+                    what="tensor bytes against the rise of torch.cuda.memory_allocated()")
+
+
 @pytest.mark.points(1)
 def test_tensor_bytes_gpt3_ffn_matrix():
     got = A.run_tensor_bytes([12288 * 4, 12288], "float32")

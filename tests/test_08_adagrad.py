@@ -153,3 +153,81 @@ def test_training_step_flops():
     for B, P in [(2, 36), (1024, 7 * 10**9), (1, 1)]:
         check_equal(A.run_training_step_flops(B, P), 6 * B * P, what="FLOPs of one training step (6 * B * P)",
                     inputs=f"batch_size={B}, num_parameters={P}", see=f"{SEE} §8.3")
+
+
+# The GPU part (§8.4).
+GPU_STEPS = 5
+
+
+@pytest.mark.cuda
+@pytest.mark.points(1)
+def test_adagrad_on_gpu_agrees_with_the_cpu_run():
+    # Catches state made with torch.zeros(p.shape) (on the CPU, whatever the parameter's device) and
+    # anything else that moves a tensor off the parameter's device.
+    shapes = [(64, 32), (1000,), (3, 3, 3)]
+    params = [torch.randn(shape) for shape in shapes]
+    grads = [[torch.randn(shape) * 10.0 ** torch.randint(-3, 2, shape) for shape in shapes]
+             for _ in range(GPU_STEPS)]
+    grads[1][2] = None  # a parameter without a gradient in one step
+    inputs = f"float32 parameters {shapes}, {GPU_STEPS} steps, lr=0.1, on 'cpu' and on 'cuda'"
+    cpu = A.run_adagrad(params, grads, lr=0.1)
+    gpu = A.run_adagrad(params, grads, lr=0.1, device="cuda")
+    devices = [p.device.type for p in gpu["params"]]
+    check_equal(devices, ["cuda"] * len(shapes), what="the parameters' devices after the steps", inputs=inputs,
+                see=f"{SEE} §8.4")
+    for i, (g, c) in enumerate(zip(gpu["params"], cpu["params"], strict=True)):
+        # float32's own tolerance (torch.testing's): sqrt and division may round differently on the GPU.
+        check_tensor(g.cpu(), c, atol=1e-5, rtol=1.3e-6, what=f"parameter {i} on the GPU against the CPU run",
+                     inputs=inputs, see=f"{SEE} §8.4")
+
+
+def adagrad_step_peak_bytes(batch: int, dim: int, layers: int) -> int:
+    """Peak bytes the GPU's allocator held, above where it started, over one AdaGrad training step of
+    the deep linear model: `layers` (dim, dim) weights and a (dim, 1) head, with their gradients and
+    AdaGrad's g2 (made up front, as torch.optim.Adagrad does), on a (batch, dim) batch already there."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, dim, generator=generator).cuda()
+    y = torch.randn(batch, generator=generator).cuda()
+
+    def build() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        shapes = [(dim, dim)] * layers + [(dim, 1)]
+        weights = [(torch.randn(s, generator=generator) / dim**0.5).cuda().requires_grad_() for s in shapes]
+        return weights, [torch.zeros_like(w) for w in weights]
+
+    def step(weights: list[torch.Tensor], g2: list[torch.Tensor]) -> None:
+        hidden = x
+        for w in weights:
+            hidden = hidden @ w  # autograd keeps each layer's input for the backward pass
+        ((hidden.squeeze(-1) - y) ** 2).mean().backward()
+        with torch.no_grad():
+            for w, s in zip(weights, g2):
+                s.addcmul_(w.grad, w.grad)
+                w.addcdiv_(w.grad, (s + 1e-5).sqrt_(), value=-0.1)
+
+    step(*build())  # first on throw-away weights: cuBLAS's workspace is then in place before measuring
+    torch.cuda.synchronize()
+    start = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    step(*build())
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - start
+
+
+# B = D * L / 2: the activations' gradients, which the lecture's count leaves out, then take about the
+# room of the weight gradients, which are not all alive while the activations are.
+GPU_MEMORY_CASE = (2048, 1024, 4)
+GPU_MEMORY_MARGIN = 1.25
+
+
+@pytest.mark.cuda
+@pytest.mark.points(1)
+def test_training_step_memory_matches_the_gpus_peak():
+    B, D, L = GPU_MEMORY_CASE
+    estimate = A.run_training_step_memory(B, D, L)["total"]
+    peak = adagrad_step_peak_bytes(B, D, L)
+    inputs = f"training_step_memory({B}, {D}, {L}) against one step on the GPU (float32)"
+    ratio = peak / estimate if estimate > 0 else float("inf")
+    assert 1 / GPU_MEMORY_MARGIN <= ratio <= GPU_MEMORY_MARGIN, explain(
+        f"your estimate against torch.cuda.max_memory_allocated(), within {GPU_MEMORY_MARGIN:g}x either way",
+        inputs=inputs, expected=f"about {peak / 2**20:.1f} MiB", got=f"{estimate / 2**20:.1f} MiB "
+        f"(the peak is {ratio:.2f}x your estimate)", see=f"{SEE} §8.3 and §8.4")

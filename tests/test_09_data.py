@@ -158,10 +158,37 @@ def test_get_batch_on_cuda_copies_from_pinned_memory_without_blocking(seed_every
     tokens = np.arange(1000, dtype=np.int32)
     got = A.run_get_batch(tokens, 4, 8, "cuda", seed_everything)
     inputs = "get_batch(np.arange(1000), 4, 8, device='cuda')"
-    check_equal((got["inputs"].device.type, got["targets"].device.type), ("cuda", "cuda"), what="devices",
-                inputs=inputs, see=f"{SEE} §9.4")
+    check_on_gpu(got, inputs, f"{SEE} §9.4")
     check_tensor(got["targets"].cpu(), got["inputs"].cpu() + 1, what="targets", inputs=inputs, see=f"{SEE} §9.4")
+
+
+def check_on_gpu(got: dict, inputs: str, see: str) -> None:
+    """Both tensors int64 on the GPU, and every copy there from pinned memory with non_blocking=True."""
+    placed = [(t.device.type, t.dtype) for t in (got["inputs"], got["targets"])]
+    check_equal(placed, [("cuda", torch.int64)] * 2, what="(device, dtype) of inputs and targets", inputs=inputs,
+                see=see)
     ok = got["copies"] and all(pinned and non_blocking for pinned, non_blocking in got["copies"])
     assert ok, explain("every copy to the GPU: from pinned memory, with non_blocking=True", inputs=inputs,
-                       expected="[(pinned, non_blocking), ...] all (True, True)", got=got["copies"],
-                       see=f"{SEE} §9.4")
+                       expected="[(pinned, non_blocking), ...] all (True, True)", got=got["copies"], see=see)
+
+
+@pytest.mark.cuda
+@pytest.mark.points(1)
+def test_get_batch_from_a_large_memmap_to_cuda(tmp_path, seed_everything):
+    # The lecture's batch, 64 x 1024 tokens, from 256 MiB of uint16 tokens that count up (mod 2**16).
+    tokens = np.tile(np.arange(2**16, dtype=np.uint16), 2048)
+    path = write_tokens(tmp_path / "large.bin", tokens)
+    got = A.run_get_batch_from_file(path, "uint16", 64, 1024, seed_everything, "cuda")
+    inputs = "a 256 MiB uint16 token file, batch_size=64, context_length=1024, device='cuda'"
+    check_on_gpu(got, inputs, f"{SEE} §9.4")
+    x, y = got["inputs"].cpu(), got["targets"].cpu()
+    check_equal(tuple(x.shape), (64, 1024), what="inputs shape", inputs=inputs, see=f"{SEE} §9.2")
+    windows = torch.stack([torch.from_numpy(tokens[s:s + 1025].astype(np.int64)) for s in starts_in(x)])
+    check_tensor(x, windows[:, :-1], what="inputs: windows of the file", inputs=inputs, see=f"{SEE} §9.2")
+    check_tensor(y, windows[:, 1:], what="targets: the inputs shifted by one", inputs=inputs, see=f"{SEE} §9.2")
+
+
+def starts_in(inputs: torch.Tensor) -> list[int]:
+    """Where each window's twin starts in the counting file's first period: the file repeats every
+    2**16 tokens, so a window starting at s equals the one at s mod 2**16, its first token."""
+    return [int(first) for first in inputs[:, 0]]

@@ -41,11 +41,13 @@ def test_every_variant_replaces_real_bodies_and_compiles(variants):
 def test_every_chaff_names_tests_that_exist_in_its_problem(variants):
     collected = collect_only(REPO_ROOT, hidden=True)
     names = {number: {t.name.split("[", 1)[0] for t in collected if t.problem == number} for number in PROBLEMS}
+    cuda = {t.name.split("[", 1)[0] for t in collected if t.needs_cuda}
     for variant in variants:
         if variant.kind == CHAFF:
-            assert variant.catches, f"{variant.key} names no test that catches it"
-            unknown = set(variant.catches) - names[variant.problem]
+            assert variant.catches or variant.gpu_catches, f"{variant.key} names no test that catches it"
+            unknown = set(variant.catches + variant.gpu_catches) - names[variant.problem]
             assert not unknown, f"{variant.key} names tests that problem {variant.problem} lacks: {sorted(unknown)}"
+            assert set(variant.gpu_catches) <= cuda, f"{variant.key}: gpu_catches names tests not marked cuda"
 
 
 def test_dependents_follow_imports_transitively():
@@ -69,6 +71,28 @@ def test_the_judge_flags_a_wheat_that_loses_a_point_and_a_chaff_caught_by_the_wr
     assert judge(outcome(CHAFF, {3: 18.0, 7: 10.0}, {3: 18.0, 7: 14.0}, {7: {"test_named"}}), chaff)
     assert judge(outcome("stubs", {1: 0.0}, {1: 31.0}, {}), None) == []
     assert judge(outcome("stubs", {1: 2.0}, {1: 31.0}, {}), None)
+
+
+def test_on_a_gpu_a_chaff_is_judged_by_its_gpu_catches():
+    chaff = Variant(CHAFF, 4, "c", "", catches=("test_cpu",), gpu_catches=("test_gpu",))
+    caught_on_gpu = outcome(CHAFF, {4: 4.0}, {4: 6.0}, {4: {"test_gpu"}})
+    assert judge(caught_on_gpu, chaff, gpu=True) == [] and judge(caught_on_gpu, chaff)
+
+
+def test_only_the_gpu_chaff_and_the_wheat_of_problems_with_cuda_tests_are_graded_on_a_gpu(variants):
+    # Catches a CPU validate that grades a chaff only a GPU can catch (it would be reported as missed),
+    # and a GPU validate that grades problems without cuda tests (nothing to run).
+    from staff.validate.run import gpu_problems, gradable
+
+    on_cpu, on_gpu = gradable(variants, gpu=False), gradable(variants, gpu=True)
+    gpu_only = {v.key for v in variants if v.kind == CHAFF and not v.catches}
+    assert gpu_only and not gpu_only & {v.key for v in on_cpu}
+    assert "p04-chaff-no-synchronize" in gpu_only and {"p04-chaff-no-synchronize",
+                                                       "p04-chaff-warm-ups-inside-the-clock"} <= {v.key for v in on_gpu}
+    assert gpu_problems() == {1, 4, 8, 9, 11}
+    assert all(v.kind == WHEAT or v.gpu_catches for v in on_gpu)
+    assert {v.problem for v in on_gpu if v.kind == WHEAT} >= {1, 4, 8, 9, 11} and \
+        not {v.problem for v in on_gpu} & {2, 3, 5}
 
 
 @pytest.mark.timeout(1800)

@@ -5,6 +5,10 @@ when every chaff (a wrong one) loses points on its own problem, in at least one 
 names. A variant changes one module only, so it is graded on its own problem and on the problems
 whose modules import its module (Problem 7 on Problem 6's); every other problem runs the reference
 unchanged and is not graded again. The stubs are graded on every problem and must score 0.
+
+With `gpu`, only the GPU part is graded (the `cuda` tests, on this machine's GPU): the stubs, every
+wheat whose problems have `cuda` tests, and every chaff that names `gpu_catches`. Without it, those
+chaff that only a GPU catches are left out, and the summary says how many.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from staff import samples
-from staff.grade import grade
+from staff.grade import REPO_ROOT, collect_only, grade
 from staff.sandbox.layout import SandboxOptions
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
@@ -40,13 +44,14 @@ class Outcome:
     seconds: float = 0.0
 
 
-def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_into, options) -> Outcome:
+def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_into, options,
+           gpu: bool = False) -> Outcome:
     started = time.monotonic()
     outcome = Outcome(key, kind, problem)
     with tempfile.TemporaryDirectory(prefix="staff-validate-") as scratch:
         submission = Path(scratch) / "submission"
         build_into(submission)
-        result = grade(submission, sandbox=options, progress=False, problems=problems)
+        result = grade(submission, sandbox=options, progress=False, problems=problems, gpu=gpu)
     for test in result.tests:
         if test.status == SKIPPED:
             continue
@@ -58,9 +63,10 @@ def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_i
     return outcome
 
 
-def judge(outcome: Outcome, variant: Variant | None) -> list[str]:
+def judge(outcome: Outcome, variant: Variant | None, gpu: bool = False) -> list[str]:
     """What is wrong with an outcome: a point lost by a wheat, a chaff that loses none on its own
-    problem or is not caught by a test it names, stubs that score."""
+    problem or is not caught by a test it names (its `gpu_catches` when graded on a GPU), stubs
+    that score."""
     if variant is None:
         return [f"the stubs score {sum(outcome.earned.values()):g}, expected 0"] if any(outcome.earned.values()) else []
     if variant.kind == WHEAT:
@@ -71,30 +77,50 @@ def judge(outcome: Outcome, variant: Variant | None) -> list[str]:
     failed = outcome.failed.get(own, set())
     if not failed:
         return [f"problem {own}: no test failed; it keeps all {outcome.possible.get(own, 0):g} points"]
-    if not failed & set(variant.catches):
-        return [f"none of the tests it names failed ({', '.join(variant.catches)}); these did: {sorted(failed)}"]
+    named = variant.gpu_catches if gpu else variant.catches
+    if not failed & set(named):
+        return [f"none of the tests it names failed ({', '.join(named)}); these did: {sorted(failed)}"]
     return []
 
 
+def gpu_problems() -> set[int]:
+    """The problems that have `cuda` tests."""
+    return {test.problem for test in collect_only(REPO_ROOT) if test.needs_cuda}
+
+
+def gradable(variants: list[Variant], gpu: bool) -> list[Variant]:
+    """The variants a CPU (or, with `gpu`, a GPU) validation grades: without a GPU, not the chaff
+    only a GPU catches; on one, the wheat of problems with `cuda` tests and the chaff naming
+    `gpu_catches`."""
+    if not gpu:
+        return [v for v in variants if v.kind == WHEAT or v.catches]
+    with_cuda, depends = gpu_problems(), dependents()
+    return [v for v in variants if ({v.problem} | depends[v.problem]) & with_cuda
+            and (v.kind == WHEAT or v.gpu_catches)]
+
+
 def validate(variants: list[Variant], jobs: int, options: SandboxOptions | None = None,
-             stubs: bool = True, progress: bool = True) -> list[Outcome]:
-    """Grade the stubs (on every problem) and each variant (on its problem and its dependents)."""
+             stubs: bool = True, progress: bool = True, gpu: bool = False) -> list[Outcome]:
+    """Grade the stubs (on every problem) and each variant (on its problem and its dependents); with
+    `gpu`, their GPU part only (pass `gradable(variants, gpu=True)`)."""
     options = options or SandboxOptions(threads=1)
     depends = dependents()
+    with_cuda = gpu_problems() if gpu else set(PROBLEMS)
     work = []
     if stubs:
-        work.append(("stubs", "stubs", None, set(PROBLEMS), samples.stubs, None))
+        work.append(("stubs", "stubs", None, with_cuda, samples.stubs, None))
     for variant in variants:
-        work.append((variant.key, variant.kind, variant.problem, {variant.problem} | depends[variant.problem],
+        work.append((variant.key, variant.kind, variant.problem,
+                     ({variant.problem} | depends[variant.problem]) & with_cuda,
                      functools.partial(build, variant), variant))
     outcomes = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
             tqdm(total=len(work), unit="implementation", desc="validate", disable=not progress, file=sys.stderr) as bar:
-        futures = {pool.submit(_grade, key, kind, problem, problems, build_into, options): variant
+        futures = {pool.submit(_grade, key, kind, problem, problems, build_into, options, gpu): variant
                    for key, kind, problem, problems, build_into, variant in work}
         for future in as_completed(futures):
             outcome = future.result()
-            outcome.verdict = judge(outcome, futures[future])
+            outcome.verdict = judge(outcome, futures[future], gpu)
             outcomes.append(outcome)
             bar.update(1)
     order = {key: i for i, (key, *_rest) in enumerate(work)}
@@ -128,16 +154,20 @@ def sample(variants: list[Variant]) -> list[Variant]:
     picked = []
     for number in PROBLEMS:
         mine = [v for v in variants if v.problem == number]
-        picked += [v for v in mine if v.kind == WHEAT][:1] + [v for v in mine if v.kind == CHAFF][:1]
+        picked += [v for v in mine if v.kind == WHEAT][:1] + [v for v in mine if v.kind == CHAFF and v.catches][:1]
     return picked
 
 
-def main_validate(sampled: bool, problems: set[int] | None, jobs: int) -> int:
+def main_validate(sampled: bool, problems: set[int] | None, jobs: int, gpu: bool = False) -> int:
     variants = load_variants(problems)
-    chosen = sample(variants) if sampled else variants
+    chosen = gradable(sample(variants) if sampled else variants, gpu)
     started = time.monotonic()
-    outcomes = validate(chosen, jobs, stubs=problems is None)
+    outcomes = validate(chosen, jobs, stubs=problems is None, gpu=gpu)
     for line in matrix(outcomes) + [""] + summary(outcomes):
         print(line)
+    gpu_only = [v.key for v in variants if v.kind == CHAFF and not v.catches]
+    if gpu_only and not gpu:
+        print(f"not graded here, since only a GPU catches them: {', '.join(gpu_only)} (`staff validate --gpu` on "
+              f"a GPU machine)")
     print(f"\n{len(outcomes)} implementations graded in {time.monotonic() - started:.0f} s with {jobs} at a time")
     return 1 if any(o.verdict for o in outcomes) else 0

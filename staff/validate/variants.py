@@ -5,7 +5,9 @@ implementations that differ from the reference the way students' code differs) a
 entries (each one plausible misconception). An entry has a `name`, a `description`, a `bodies`
 table from a function's qualified name ("can_view", "Cruncher.forward") to its new body (written
 without indentation), and optionally `append`: module-level code added at the end (helpers). A
-chaff also names, in `catches`, the tests (public or hidden) that must fail on it.
+chaff also names, in `catches`, the tests (public or hidden) that must fail on it. A chaff that
+only a GPU can tell from the reference (a timer that never synchronizes) names the `cuda` tests that
+must fail on a GPU in `gpu_catches`, instead of `catches` or as well.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class Variant:
     description: str
     bodies: dict[str, str] = field(default_factory=dict, hash=False)
     append: str = ""
-    catches: tuple[str, ...] = ()
+    catches: tuple[str, ...] = ()  # a chaff: tests that catch it on any machine
+    gpu_catches: tuple[str, ...] = ()  # a chaff: `cuda` tests that catch it on a GPU (`staff validate --gpu`)
 
     @property
     def key(self) -> str:
@@ -59,11 +62,13 @@ def load_variants(problems: set[int] | None = None) -> list[Variant]:
         for kind in (WHEAT, CHAFF):
             for entry in spec.get(kind, []):
                 variant = Variant(kind, number, entry["name"], entry["description"], dict(entry.get("bodies", {})),
-                                  entry.get("append", ""), tuple(entry.get("catches", ())))
+                                  entry.get("append", ""), tuple(entry.get("catches", ())),
+                                  tuple(entry.get("gpu_catches", ())))
                 unknown = set(variant.bodies) - blocks
-                if unknown or (kind == CHAFF and not variant.catches) or not (variant.bodies or variant.append):
+                caught = variant.catches or variant.gpu_catches
+                if unknown or (kind == CHAFF and not caught) or not (variant.bodies or variant.append):
                     raise ValueError(f"{path}: {kind} {variant.name!r}: unknown functions {sorted(unknown)}, or a "
-                                     f"chaff without 'catches', or nothing changed")
+                                     f"chaff without 'catches' or 'gpu_catches', or nothing changed")
                 found.append(variant)
     return found
 

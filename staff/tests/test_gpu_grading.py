@@ -1,0 +1,93 @@
+"""`staff grade --gpu`: the GPU part graded on its own, into results-gpu.json, and added to the CPU
+grade by the gradebook. What can be checked without a GPU: the selection, the refusal, the merge."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from staff.batch import RESULTS, RESULTS_GPU, Submission, write_gradebook
+from staff.grade import REPO_ROOT, Grade, grade
+from staff.gradescope import results_json, write_json_atomically
+from tests.grading import FAILED, PASSED, GradedTest
+
+
+def graded(name: str, problem: int, points: float, passed: bool, *, hidden: bool = False, cuda: bool = False):
+    return GradedTest(nodeid=f"tests/x.py::{name}", name=name, number=f"{problem}.1", problem=problem, points=points,
+                      needs_cuda=cuda, hidden=hidden, status=PASSED if passed else FAILED)
+
+
+def write(folder, name, tests):
+    write_json_atomically(results_json(Grade(tests=tests, output="", seconds=1.0)), folder / name)
+
+
+def test_the_gradebook_adds_the_gpu_part_to_the_cpu_grade(tmp_path):
+    # Catches a gradebook that reads results.json only (the GPU points vanish), or that drops a
+    # submission whose GPU part was graded before its CPU grade.
+    both, gpu_only = Submission("ada", tmp_path / "in" / "ada", "1"), Submission("bob", tmp_path / "in" / "bob", "2")
+    write(tmp_path / "ada", RESULTS, [graded("t1", 4, 2, True), graded("h1", 4, 3, True, hidden=True)])
+    write(tmp_path / "ada", RESULTS_GPU, [graded("g1", 4, 2, True, cuda=True), graded("g2", 8, 1, False, cuda=True)])
+    write(tmp_path / "bob", RESULTS_GPU, [graded("g1", 4, 2, True, cuda=True)])
+    write_gradebook([both, gpu_only], tmp_path)
+    rows = {row["submission"]: row for row in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert (rows["ada"]["p4_public"], rows["ada"]["p4_hidden"], rows["ada"]["p4_gpu"]) == ("2", "3", "2")
+    assert (rows["ada"]["gpu"], rows["ada"]["total"], rows["ada"]["max_total"]) == ("2", "7", "8")
+    assert (rows["bob"]["public"], rows["bob"]["gpu"], rows["bob"]["total"]) == ("0", "2", "2")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU, so --gpu grades")
+def test_grade_gpu_without_a_gpu_stops_at_once_and_writes_nothing(tmp_path):
+    out = tmp_path / "results-gpu.json"
+    done = subprocess.run([sys.executable, "-m", "staff.cli", "grade", "--gpu", "--out", str(out)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no CUDA GPU" in done.stderr
+    assert not out.exists()
+
+
+def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
+    # Catches a GPU grade that runs the CPU tests again (their points would count twice) or the hidden suite.
+    result = grade(REPO_ROOT, in_process=True, progress=False, gpu=True)
+    assert result.tests and all(t.needs_cuda and not t.hidden for t in result.tests)
+    problems = {t.problem for t in result.tests}
+    assert {1, 4, 8, 9, 11} <= problems
+    if not torch.cuda.is_available():
+        assert all(t.status == "skipped" for t in result.tests) and result.max_score == 0
+
+
+def report_command(out, *submission) -> list[str]:
+    return [sys.executable, "-m", "staff.cli", "gpu-report", *map(str, submission), "--device", "cpu", "--sizes", "32",
+            "64", "--dtypes", "float32", "--warmup", "1", "--repeats", "2", "--out", str(out)]
+
+
+def test_gpu_report_shape_on_the_cpu_for_the_reference_and_for_stubs(tmp_path):
+    # The same code measures on a GPU; here the table, the CSV, the PNG, and a broken timer as a line.
+    from staff import samples
+
+    done = subprocess.run(report_command(tmp_path / "ref"), cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "unknown device" in done.stdout and "get_batch 64 x 1024 tokens" in done.stdout
+    rows = list(csv.DictReader((tmp_path / "ref" / "gpu-report.csv").open()))
+    assert [(r["dtype"], r["size"]) for r in rows] == [("float32", "32"), ("float32", "64")]
+    assert all(float(r["harness_ms"]) > 0 and float(r["student_ms"]) > 0 for r in rows)
+    assert (tmp_path / "ref" / "gpu-report.png").read_bytes()[:4] == b"\x89PNG"
+    stubs = samples.stubs(tmp_path / "stubs")
+    done = subprocess.run(report_command(tmp_path / "stub-report", stubs), cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "time_matmul raised NotImplementedError" in done.stdout and "get_batch raised NotImplementedError" in \
+        done.stdout
+
+
+def test_gpu_report_refuses_a_missing_submission_and_no_gpu(tmp_path):
+    done = subprocess.run(report_command(tmp_path / "out", tmp_path / "nowhere"), cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "does not exist" in done.stderr and not (tmp_path / "out").exists()
+    if not torch.cuda.is_available():
+        done = subprocess.run([sys.executable, "-m", "staff.cli", "gpu-report", "--out", str(tmp_path / "out")],
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "no CUDA GPU" in done.stderr and not (tmp_path / "out").exists()
