@@ -24,6 +24,17 @@ def _sandbox_options(args: argparse.Namespace):
                           import_timeout_s=args.import_timeout)
 
 
+def _no_gpu(command: str, hint: str = "") -> bool:
+    """Whether this machine lacks the CUDA GPU `staff COMMAND` needs; if so, says so on stderr."""
+    import torch
+
+    if torch.cuda.is_available():
+        return False
+    print(f"staff {command}: this machine has no CUDA GPU (torch.cuda.is_available() is False){hint}",
+          file=sys.stderr)
+    return True
+
+
 def _print_protections(protections: dict[str, str]) -> None:
     if not protections:
         return
@@ -50,12 +61,10 @@ def _grade(args: argparse.Namespace) -> int:
     from staff.gradescope import write_results
 
     if args.gpu:
+        if _no_gpu("grade --gpu", "; run it on the GPU machine, and `staff grade` without --gpu anywhere"):
+            return 2
         import torch
 
-        if not torch.cuda.is_available():
-            print("staff grade --gpu: this machine has no CUDA GPU (torch.cuda.is_available() is False); run it on "
-                  "the GPU machine, where `staff grade` without --gpu grades everything else", file=sys.stderr)
-            return 2
         print(f"grading the GPU part on {torch.cuda.get_device_name()}", file=sys.stderr)
     if args.batch is not None:
         return _grade_batch(args)
@@ -269,11 +278,7 @@ def _validate(args: argparse.Namespace) -> int:
 
         return main_flaky(args.flaky, jobs)
     if args.gpu:
-        import torch
-
-        if not torch.cuda.is_available():
-            print("staff validate --gpu: this machine has no CUDA GPU (torch.cuda.is_available() is False)",
-                  file=sys.stderr)
+        if _no_gpu("validate --gpu"):
             return 2
         jobs = 1  # one implementation at a time: no timing shares the GPU
     try:
@@ -361,6 +366,9 @@ def _gpu_report(args: argparse.Namespace) -> int:
     from staff.gpu_report import main_report
     from staff.grade import REPO_ROOT
 
+    if args.device.startswith("cuda") and _no_gpu("gpu-report", "; run it on the GPU machine, or pass --device "
+                                                  "cpu to see the report's shape here"):
+        return 2
     return main_report(args, REPO_ROOT)
 
 

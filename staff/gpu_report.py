@@ -197,11 +197,14 @@ def _child(request_text: str) -> int:
 
 
 def main_report(args: argparse.Namespace, repo: Path) -> int:
+    """`staff gpu-report` once the device is known to be there: 0, 1 when measuring failed, 2 on bad arguments."""
     import torch
 
-    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
-        print("staff gpu-report: this machine has no CUDA GPU (torch.cuda.is_available() is False); run it on the "
-              "GPU machine, or pass --device cpu to see the report's shape on the CPU", file=sys.stderr)
+    try:
+        torch.device(args.device)
+    except RuntimeError:
+        print(f"staff gpu-report: --device {args.device!r} is not a device; expected cuda, cuda:N or cpu",
+              file=sys.stderr)
         return 2
     if any(size < 1 for size in args.sizes) or args.repeats < 1 or args.warmup < 1:
         print("staff gpu-report: sizes, --warmup and --repeats must be at least 1", file=sys.stderr)

@@ -163,9 +163,14 @@ def matmul_seconds(m: int, k: int, n: int, dtype: torch.dtype, device: str = "cu
     def run(a: torch.Tensor, b: torch.Tensor) -> None:
         torch.matmul(a, b, out=out)  # into one buffer: the allocator is not timed either
 
-    if on_cuda:
-        torch.cuda.synchronize(device)
-    return median(time_calls(run, operands, clock, warmup, repeats))
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32 math, as in the student's call
+    try:
+        if on_cuda:
+            torch.cuda.synchronize(device)
+        return median(time_calls(run, operands, clock, warmup, repeats))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 def judge_timer(student_seconds: float, harness_seconds: float, flops: float, peak_flop_per_sec: float | None,

@@ -213,8 +213,10 @@ def adagrad_step_peak_bytes(batch: int, dim: int, layers: int) -> int:
     return torch.cuda.max_memory_allocated() - start
 
 
-# B = D * L / 2: the activations' gradients, which the lecture's count leaves out, then take about the
-# room of the weight gradients, which are not all alive while the activations are.
+# B = D * L / 2. The peak (in the backward pass: weights, g2, the activations still kept, and a layer's
+# gradients) is then about 0.95 of the lecture's count, so a count without the activations (about 1.6x
+# too low), in bits, or of 2-byte values falls outside the margin. Leaving out the weight gradients
+# does not: they are not all alive at the peak.
 GPU_MEMORY_CASE = (2048, 1024, 4)
 GPU_MEMORY_MARGIN = 1.25
 
