@@ -191,13 +191,15 @@ def _not_run(test: GradedTest, why: str) -> None:
         test.status, test.output = FAILED, why
 
 
-def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | None = None) -> list[GradedTest]:
-    """The graded tests of the suites in `workspace`, without running any (collection never imports
-    student code)."""
+def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | None = None,
+                 gpu: bool = False) -> list[GradedTest]:
+    """The graded tests of the suites in `workspace` (with `gpu`, only those marked `cuda`), without
+    running any (collection never imports student code)."""
     with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
         report = Path(scratch) / "report.jsonl"
         subprocess.run([sys.executable, "-m", "pytest", *_suites(hidden, problems), "--collect-only", "-q",
-                        "--grading-report", str(report), "-p", "no:cacheprovider"], cwd=workspace,
+                        "--grading-report", str(report), "-p", "no:cacheprovider", *(["-m", "cuda"] if gpu else [])],
+                       cwd=workspace,
                        env=_child_env(workspace), capture_output=True, stdin=subprocess.DEVNULL, check=False)
         tests = read_report(report).tests
     if not tests:
@@ -287,7 +289,7 @@ def grade(
                 summary = next(t.output for t in tests if t.output.startswith(NEVER_FINISHED)).replace(
                     f"{NEVER_FINISHED}: ", "The test run stopped early: ") + " Tests that did not finish score 0."
         else:
-            tests = collect_only(workspace.grader, hidden, problems)
+            tests = collect_only(workspace.grader, hidden, problems, gpu)
             message = f"Your submission could not be loaded, so no test ran:\n{problem}"
             for test in tests:
                 _not_run(test, message)

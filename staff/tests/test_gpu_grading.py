@@ -58,6 +58,16 @@ def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
         assert all(t.status == "skipped" for t in result.tests) and result.max_score == 0
 
 
+def test_a_broken_submission_scores_0_on_the_gpu_part_alone(tmp_path):
+    # Catches a GPU grade that, for a submission it cannot load, lists every CPU test as failed: the
+    # gradebook would add their points to the GPU part's maximum.
+    (tmp_path / "cs336_basics").mkdir()
+    (tmp_path / "cs336_basics" / "__init__.py").write_text("this is not python\n")
+    result = grade(tmp_path, in_process=True, progress=False, gpu=True)
+    assert result.output.startswith("Your submission could not be loaded")
+    assert result.tests and all(t.needs_cuda for t in result.tests)
+
+
 def report_command(out, *submission) -> list[str]:
     return [sys.executable, "-m", "staff.cli", "gpu-report", *map(str, submission), "--device", "cpu", "--sizes", "32",
             "64", "--dtypes", "float32", "--warmup", "1", "--repeats", "2", "--out", str(out)]
