@@ -61,6 +61,10 @@ def _grade(args: argparse.Namespace) -> int:
     from staff.gradescope import write_results
 
     if args.gpu:
+        if (args.jobs or 1) > 1:
+            print("staff grade --gpu: grades one submission at a time, so that no timing shares the GPU; drop -j",
+                  file=sys.stderr)
+            return 2
         if _no_gpu("grade --gpu", "; run it on the GPU machine, and `staff grade` without --gpu anywhere"):
             return 2
         import torch
@@ -96,10 +100,6 @@ def _grade_batch(args: argparse.Namespace) -> int:
     out = (args.out or folder.with_name(folder.name + "-grades")).resolve()
     if args.submission is not None:
         print("staff grade: give either a SUBMISSION or --batch DIR, not both", file=sys.stderr)
-        return 2
-    if args.gpu and (args.jobs or 1) > 1:
-        print("staff grade --gpu: grades one submission at a time, so that no timing shares the GPU; drop -j",
-              file=sys.stderr)
         return 2
     jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
     if args.threads is None:

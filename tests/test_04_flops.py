@@ -192,10 +192,15 @@ def gpu_call(size: int, dtype: str) -> tuple[dict, str]:
 def test_time_matmul_on_gpu_agrees_with_cuda_events(size, dtype):
     # A timer that does not synchronize reports the launch (microseconds): above the device's peak.
     # One that times its warm-ups, or the total of the trials, reports a multiple of the real time.
-    got, inputs = gpu_call(size, dtype)
-    harness = H.matmul_seconds(size, size, size, getattr(torch, dtype), "cuda")
+    # Best of two tries: a moment's load on a shared GPU must not fail a correct timer; the wrong
+    # ones above are wrong every time.
     row = H.peak_row(torch.cuda.get_device_name())
-    verdict = H.judge_timer(got["seconds"], harness, 2 * size**3, row[1][getattr(torch, dtype)] if row else None)
+    for _ in range(2):
+        got, inputs = gpu_call(size, dtype)
+        harness = H.matmul_seconds(size, size, size, getattr(torch, dtype), "cuda")
+        verdict = H.judge_timer(got["seconds"], harness, 2 * size**3, row[1][getattr(torch, dtype)] if row else None)
+        if verdict is None:
+            break
     assert verdict is None, explain(
         f"seconds: the median time of one matmul, within {H.TIMER_TOLERANCE:g}x of the tests' own timing",
         inputs=inputs, expected=f"about {harness:.6f} s (CUDA events after warm-up, rotated inputs, median)",

@@ -3,6 +3,7 @@ grade by the gradebook. What can be checked without a GPU: the selection, the re
 
 from __future__ import annotations
 
+import argparse
 import csv
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from staff.batch import RESULTS, RESULTS_GPU, Submission, write_gradebook
+from staff.cli import DEFAULT_MEMORY_GIB, _add_grade, _sandbox_options, main
 from staff.grade import REPO_ROOT, Grade, grade
 from staff.gradescope import results_json, write_json_atomically
 from tests.grading import FAILED, PASSED, GradedTest
@@ -46,6 +48,22 @@ def test_grade_gpu_without_a_gpu_stops_at_once_and_writes_nothing(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no CUDA GPU" in done.stderr
     assert not out.exists()
+
+
+def memory_limit(*argv: str) -> int | None:
+    """The worker's address-space limit, in bytes, that `staff grade ARGV` would set."""
+    parser = argparse.ArgumentParser()
+    _add_grade(parser.add_subparsers())
+    return _sandbox_options(parser.parse_args(["grade", *argv])).limits.memory_bytes
+
+
+def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_path):
+    # Two GPU grades at once would time each other's matmuls; and the CUDA driver maps far more
+    # address space than the CPU grade's 8 GiB limit allows.
+    assert main(["grade", "--gpu", "--batch", str(tmp_path), "-j", "2", "--out", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
+    assert memory_limit("--gpu") is None and memory_limit("--gpu", "--memory-gib", "4") == 4 << 30
+    assert memory_limit() == DEFAULT_MEMORY_GIB * 2**30
 
 
 def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
