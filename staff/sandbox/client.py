@@ -16,6 +16,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -75,6 +76,22 @@ class WorkerConfig:
     namespaces: bool = True
     landlock: bool = True
     limits: Limits = field(default_factory=Limits)
+
+
+# What the grader's environment may pass to the worker: where the GPU driver's libraries are, and
+# which GPUs it may see. Nothing else of the grader's environment reaches student code.
+GPU_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+
+
+def worker_environment(config: WorkerConfig, grader_environment: Mapping[str, str]) -> dict[str, str]:
+    """The worker's whole environment: a fixed minimum, the GPU variables the grader has, and a
+    fork-safe CUDA check (NVML), since the zygote forks a child per stretch of calls and a CUDA
+    driver set up before a fork does not work after it."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": config.folder, "TMPDIR": config.folder, "LANG": "C.UTF-8",
+           "OMP_NUM_THREADS": str(config.threads), "MKL_NUM_THREADS": str(config.threads),
+           "TORCHINDUCTOR_CACHE_DIR": config.folder, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    env.update({key: grader_environment[key] for key in GPU_ENVIRONMENT if key in grader_environment})
+    return env
 
 
 class BoundedLog:
@@ -144,11 +161,7 @@ class Worker:
         output_read, output_write = os.pipe()
         config = {**asdict(self.config), "control_fd": theirs.fileno(), "grader_pid": os.getpid()}
         self.config_path.write_text(json.dumps(config))
-        env = {"PATH": "/usr/bin:/bin", "HOME": self.config.folder, "TMPDIR": self.config.folder,
-               "LANG": "C.UTF-8", "OMP_NUM_THREADS": str(self.config.threads),
-               "MKL_NUM_THREADS": str(self.config.threads), "TORCHINDUCTOR_CACHE_DIR": self.config.folder}
-        if "CUDA_VISIBLE_DEVICES" in os.environ:
-            env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+        env = worker_environment(self.config, os.environ)
         try:
             self.process = subprocess.Popen(
                 [self.config.python, "-I", "-S", "-B", "-u", str(Path(self.config.code) / "worker.py"),

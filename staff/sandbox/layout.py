@@ -31,6 +31,12 @@ SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbi
 DEVICES = ["/dev/null", "/dev/full"]
 
 
+def library_folders() -> list[str]:
+    """The folders of the grader's LD_LIBRARY_PATH that exist (where a GPU machine may keep its driver's
+    libraries, which the worker is then given to read)."""
+    return [folder for folder in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isdir(folder)]
+
+
 @dataclass
 class SandboxOptions:
     """How a submission's code is confined; see `staff grade --help`."""
@@ -114,7 +120,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     packages = site_packages()
     config = WorkerConfig(
         code=str(code), folder=str(worker), python=sys.executable, site_packages=packages,
-        read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY],
+        read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders()],
         devices=DEVICES + sorted(glob.glob("/dev/nvidia*")),
         reveal=[sys.base_prefix, *packages, str(code)],
         uid=uid, gid=uid, threads=options.threads, namespaces=options.namespaces, landlock=options.landlock,

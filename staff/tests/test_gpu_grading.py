@@ -119,3 +119,17 @@ def test_gpu_report_refuses_a_missing_submission_and_no_gpu(tmp_path):
         done = subprocess.run([sys.executable, "-m", "staff.cli", "gpu-report", "--out", str(tmp_path / "out")],
                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "no CUDA GPU" in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_the_worker_gets_the_gpu_variables_and_nothing_else_of_the_graders_environment():
+    # Catches a worker without the driver's library path (CUDA unavailable there on machines that
+    # need LD_LIBRARY_PATH), and one that inherits the grader's secrets.
+    from staff.sandbox.client import WorkerConfig, worker_environment
+
+    config = WorkerConfig(code="/c", folder="/w", python="python", site_packages=[], read_only=[], devices=[],
+                          reveal=[], uid=None, gid=None)
+    env = worker_environment(config, {"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64", "CUDA_VISIBLE_DEVICES": "0",
+                                      "GRADER_TOKEN": "secret", "PYTHONPATH": "/grader"})
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64" and env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert "GRADER_TOKEN" not in env and "PYTHONPATH" not in env and env["HOME"] == "/w"
+    assert env["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"  # the zygote forks: no CUDA driver set up before it
