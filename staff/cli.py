@@ -35,6 +35,15 @@ def _no_gpu(command: str, hint: str = "") -> bool:
     return True
 
 
+def _gpu_refused(command: str, args: argparse.Namespace, hint: str = "") -> bool:
+    """Whether `staff COMMAND --gpu` cannot run here, having said why: more than one job at once (GPU
+    timings must not share the device), or no GPU."""
+    if (args.jobs or 1) > 1:
+        print(f"staff {command}: runs one at a time, so that no timing shares the GPU; drop -j", file=sys.stderr)
+        return True
+    return _no_gpu(command, hint)
+
+
 def _print_protections(protections: dict[str, str]) -> None:
     if not protections:
         return
@@ -61,11 +70,7 @@ def _grade(args: argparse.Namespace) -> int:
     from staff.gradescope import write_results
 
     if args.gpu:
-        if (args.jobs or 1) > 1:
-            print("staff grade --gpu: grades one submission at a time, so that no timing shares the GPU; drop -j",
-                  file=sys.stderr)
-            return 2
-        if _no_gpu("grade --gpu", "; run it on the GPU machine, and `staff grade` without --gpu anywhere"):
+        if _gpu_refused("grade --gpu", args, "; run it on the GPU machine, and `staff grade` without --gpu anywhere"):
             return 2
         import torch
 
@@ -144,7 +149,7 @@ def _add_grade(commands) -> None:
                        help="grade every submission in DIR: one folder or zip each, or Gradescope's export "
                        "(submission_metadata.yml and submission_*/ folders)")
     grade.add_argument("-j", "--jobs", type=int, default=None,
-                       help="submissions graded at once (default: cores; always 1 with --gpu)")
+                       help="submissions graded at once (default: cores; 1 with --gpu, which refuses more)")
     grade.add_argument("--force", action="store_true", help="with --batch, grade again what is already graded")
     grade.add_argument("--timeout", type=float, default=1800, help="seconds the whole test run of one submission "
                        "may take; tests it does not reach score 0 (default: %(default)g)")
@@ -268,7 +273,13 @@ def _validate(args: argparse.Namespace) -> int:
     from tests.grading import PROBLEMS
 
     problems = set(args.problem) if args.problem else None
-    jobs = args.jobs or os.cpu_count() or 1
+    if args.gpu and (args.mutants or args.flaky):
+        print("staff validate: --gpu grades the variants' GPU part; it does not combine with --mutants or --flaky",
+              file=sys.stderr)
+        return 2
+    if args.gpu and _gpu_refused("validate --gpu", args):
+        return 2
+    jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
     if args.mutants:
         from staff.validate.mutants import main_mutants
 
@@ -277,10 +288,6 @@ def _validate(args: argparse.Namespace) -> int:
         from staff.validate.flaky import main_flaky
 
         return main_flaky(args.flaky, jobs)
-    if args.gpu:
-        if _no_gpu("validate --gpu"):
-            return 2
-        jobs = 1  # one implementation at a time: no timing shares the GPU
     try:
         return main_validate(args.sample, problems, jobs, gpu=args.gpu)
     except ValueError as error:
@@ -304,7 +311,7 @@ def _add_validate(commands) -> None:
     validate.add_argument("--problem", type=int, action="append", choices=sorted(PROBLEMS), metavar="N",
                           help="only the variants of problem N (repeatable); the stubs are then not graded")
     validate.add_argument("-j", "--jobs", type=int, default=None,
-                          help="implementations graded at once (default: cores; always 1 with --gpu)")
+                          help="implementations graded at once (default: cores; 1 with --gpu, which refuses more)")
     validate.add_argument("--gpu", action="store_true",
                           help="grade the GPU part only, on this machine's GPU: the stubs, the wheat of problems with "
                           "cuda tests, and the chaff only a GPU catches (gpu_catches: a timer without synchronize)")
