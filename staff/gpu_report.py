@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 DTYPES = ("bfloat16", "float32")
@@ -35,8 +34,7 @@ class ReportError(Exception):
     """The report cannot be made; the message says why."""
 
 
-def measure(device: str, sizes: list[int], dtypes: list[str], warmup: int, repeats: int,
-            token_file: Path | None) -> dict:
+def measure(device: str, sizes: list[int], dtypes: list[str], warmup: int, repeats: int, token_file: Path) -> dict:
     """In the child: every figure of the report, as plain data."""
     import numpy as np
     import torch
@@ -45,7 +43,6 @@ def measure(device: str, sizes: list[int], dtypes: list[str], warmup: int, repea
     from adapters import flops as flops_adapter
     from tests import gpu_timing as H
 
-    torch.backends.cuda.matmul.allow_tf32 = False
     on_cuda = torch.device(device).type == "cuda"
     name = torch.cuda.get_device_name(device) if on_cuda else f"cpu ({os.cpu_count()} cores)"
     row = H.peak_row(name) if on_cuda else None
@@ -68,26 +65,20 @@ def measure(device: str, sizes: list[int], dtypes: list[str], warmup: int, repea
                 figures.update(student_ms=None, student_tflops=None, student_mfu=None,
                                verdict=f"time_matmul raised {type(error).__name__}: {error}"[:200])
             rows.append(figures)
-    batch = None
-    if token_file is not None:
-        period = np.arange(2**16, dtype=np.uint16)  # tokens count up, mod 2**16: never a file of zeros
-        with open(token_file, "wb") as handle:
-            for _ in range(TOKEN_FILE_TOKENS // period.size):
-                period.tofile(handle)
-        seconds = []
-        try:
-            for seed in range(warmup + repeats):
-                if on_cuda:
-                    torch.cuda.synchronize(device)
-                start = time.perf_counter()
-                data_adapter.run_get_batch_from_file(str(token_file), "uint16", BATCH, CONTEXT, seed, device)
-                if on_cuda:
-                    torch.cuda.synchronize(device)
-                seconds.append(time.perf_counter() - start)
-            median = H.median(seconds[warmup:])
-            batch = {"seconds": median, "tokens_per_second": BATCH * CONTEXT / median}
-        except Exception as error:  # noqa: BLE001 - as for time_matmul
-            batch = {"error": f"get_batch raised {type(error).__name__}: {error}"[:200]}
+    period = np.arange(2**16, dtype=np.uint16)  # tokens count up, mod 2**16: never a file of zeros
+    with open(token_file, "wb") as handle:
+        for _ in range(TOKEN_FILE_TOKENS // period.size):
+            period.tofile(handle)
+
+    def draw_batch(seed: int) -> None:
+        data_adapter.run_get_batch_from_file(str(token_file), "uint16", BATCH, CONTEXT, seed, device)
+
+    try:  # a host clock that waits for the device: reading the file and pinning are host work
+        seconds = H.median(H.time_calls(draw_batch, [(seed,) for seed in range(warmup + repeats)],
+                                        H.PerfCounterClock(device), warmup, repeats))
+        batch = {"seconds": seconds, "tokens_per_second": BATCH * CONTEXT / seconds}
+    except Exception as error:  # noqa: BLE001 - as for time_matmul
+        batch = {"error": f"get_batch raised {type(error).__name__}: {error}"[:200]}
     peaks = {str(k).removeprefix("torch."): v for k, v in row[1].items()} if row else None
     return {"device": name, "peak_row": row[0] if row else None, "peaks": peaks, "rows": rows, "get_batch": batch}
 
@@ -111,9 +102,9 @@ def format_report(report: dict) -> list[str]:
     for row in report["rows"]:
         lines.append(" | ".join(_cell(row[c]) for c in COLUMNS))
     batch = report["get_batch"]
-    if batch and "error" in batch:
+    if "error" in batch:
         lines.append(batch["error"])
-    elif batch:
+    else:
         lines.append(f"get_batch {BATCH} x {CONTEXT} tokens from a {TOKEN_FILE_TOKENS * 2 >> 20} MiB memmap: "
                      f"{batch['seconds'] * 1e3:.3f} ms median, {batch['tokens_per_second'] / 1e6:.1f} M tokens/s")
     return lines

@@ -70,13 +70,24 @@ class Clock(Protocol):
 
 
 class PerfCounterClock:
-    """The host's wall clock: right for work that runs on the CPU, wrong for queued GPU work."""
+    """The host's wall clock. Given a CUDA `device`, it waits for the device (torch.cuda.synchronize)
+    before each reading: right for work that mixes host and device steps, such as a batch read from
+    a file and copied to the GPU. Without one, it is wrong for queued GPU work."""
 
-    def start(self) -> float:
+    def __init__(self, device: str | torch.device | None = None) -> None:
+        on_cuda = device is not None and torch.device(device).type == "cuda"
+        self.device = torch.device(device) if on_cuda else None
+
+    def _read(self) -> float:
+        if self.device is not None:
+            torch.cuda.synchronize(self.device)
         return time.perf_counter()
 
+    def start(self) -> float:
+        return self._read()
+
     def stop(self, mark: object) -> float:
-        return time.perf_counter() - float(mark)  # type: ignore[arg-type]
+        return self._read() - float(mark)  # type: ignore[arg-type]
 
 
 class CudaEventClock:

@@ -47,6 +47,14 @@ def test_time_calls_refuses_no_warm_up_no_repeats_or_no_inputs(warmup, repeats, 
         H.time_calls(lambda *a: None, inputs, ScriptedClock([1.0], []), warmup, repeats)
 
 
+def test_the_host_clock_reads_wall_time_around_a_call():
+    # Catches CPU time (time.process_time) in place of a wall clock: a sleep takes no CPU time.
+    import time
+
+    seconds = H.time_calls(time.sleep, [(0.02,)], H.PerfCounterClock("cpu"), warmup=1, repeats=2)
+    assert all(0.02 <= s < 5 for s in seconds)
+
+
 def test_median_resists_one_slow_outlier():
     # Catches a mean: one 100 s repeat would move it to 20 s.
     assert H.median([1.0, 1.1, 100.0, 0.9, 1.0]) == 1.0
