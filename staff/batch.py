@@ -170,7 +170,7 @@ def load_row(out: Path, submission: Submission) -> Row:
             possible[problem, part] = possible.get((problem, part), 0.0) + float(test.get("max_score", 0))
             if test.get("status") == "failed":
                 failed.append((problem, str(test.get("name", "?")).split("[", 1)[0]))
-    meta = _read(out / "meta.json") or _read(out / meta_name(RESULTS_GPU))
+    meta = _read(out / meta_name(RESULTS)) or _read(out / meta_name(RESULTS_GPU))
     return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")))
 
 

@@ -83,9 +83,10 @@ def judge(outcome: Outcome, variant: Variant | None, gpu: bool = False) -> list[
     return []
 
 
-def gpu_problems() -> set[int]:
-    """The problems that have `cuda` tests."""
-    return {test.problem for test in collect_only(REPO_ROOT) if test.needs_cuda}
+@functools.cache
+def gpu_problems() -> frozenset[int]:
+    """The problems that have `cuda` tests (collected once: a pytest run of a few seconds)."""
+    return frozenset(test.problem for test in collect_only(REPO_ROOT) if test.needs_cuda)
 
 
 def gradable(variants: list[Variant], gpu: bool) -> list[Variant]:
