@@ -57,10 +57,13 @@ def memory_limit(*argv: str) -> int | None:
     return _sandbox_options(parser.parse_args(["grade", *argv])).limits.memory_bytes
 
 
-def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_path):
+def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_path, capsys):
     # Two GPU grades at once would time each other's matmuls; and the CUDA driver maps far more
-    # address space than the CPU grade's 8 GiB limit allows.
-    assert main(["grade", "--gpu", "--batch", str(tmp_path), "-j", "2", "--out", str(tmp_path / "o")]) == 2
+    # address space than the CPU grade's 8 GiB limit allows. The refusal comes before the GPU check,
+    # so it is seen (and asserted) on a machine without a GPU too.
+    for command in (["grade", "--gpu", "--batch", str(tmp_path), "--out", str(tmp_path / "o")], ["validate", "--gpu"]):
+        assert main([*command, "-j", "2"]) == 2
+        assert "one at a time" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     assert memory_limit("--gpu") is None and memory_limit("--gpu", "--memory-gib", "4") == 4 << 30
     assert memory_limit() == DEFAULT_MEMORY_GIB * 2**30
