@@ -13,6 +13,12 @@ lie (`__eq__` that always says True, a tensor whose `__torch_function__` answers
 `encode` gives a JSON header (str) and a list of binary blobs (tensor storages, array and bytes
 contents); `decode` rebuilds the value with `json.loads`, `torch.frombuffer` and `numpy.frombuffer`
 only, so decoding data sent by code one does not trust can produce wrong values, never run code.
+
+What is decoded is also bounded, so untrusted data costs the decoding side little: every string is
+valid Unicode (a lone surrogate is replaced), an exception's message and traceback are cut to
+`MAX_MESSAGE_CHARS` and `MAX_TRACEBACK_CHARS` with a note, and a tensor whose shape claims more
+than `MAX_VIEW_BYTES` beyond its storage (a stride-0 view of 10**8 elements over 4 bytes) is
+refused. Blobs given as bytearrays are used in place, not copied.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ _DTYPES = {name: value for name, value in vars(torch).items() if isinstance(valu
 _NUMPY_SCALARS = {np.dtype(t).type for t in "?bBhHiIlLqQefdgFD"}
 _ARRAY_KINDS = "biufc"  # bool, ints, unsigned ints, floats, complex: no objects, strings or records
 MAX_DEPTH = 64
+MAX_MESSAGE_CHARS = 4000  # of an exception's message from the other side
+MAX_TRACEBACK_CHARS = 8000  # of its traceback text (the end is kept: the innermost frames)
+MAX_VIEW_BYTES = 64 << 20  # what a tensor's shape may claim beyond the bytes of its storage
 
 
 class CodecError(TypeError):
@@ -54,11 +63,35 @@ class RemoteError:
     traceback: str = ""
 
 
+def clean_text(text: str) -> str:
+    """`text` as valid Unicode: lone surrogates (which JSON can carry and UTF-8 cannot) become U+FFFD."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # pairs kept, lone ones replaced
+
+
+def bounded(text: str, limit: int, keep_end: bool = False) -> str:
+    """`text` cut to about `limit` characters with a note saying how much was left out (its start is
+    kept, or with `keep_end` its end)."""
+    if len(text) <= limit:
+        return text
+    note = f"[... {len(text) - limit} more characters not shown ...]"
+    return f"{note}\n{text[-limit:]}" if keep_end else f"{text[:limit]}\n{note}"
+
+
+def bounded_error(error: RemoteError) -> RemoteError:
+    """`error` with valid, bounded text (see the module's docstring)."""
+    return RemoteError(bounded(clean_text(error.type_name), 200), bounded(clean_text(error.builtin), 200),
+                       bounded(clean_text(error.message), MAX_MESSAGE_CHARS),
+                       bounded(clean_text(error.traceback), MAX_TRACEBACK_CHARS, keep_end=True))
+
+
 def as_exception(error: RemoteError) -> Exception:
     """An exception to raise or return on this side: the builtin class `error` derives from, with its
     message (prefixed by its own class name when that differs), and its traceback text as a note.
     Classes that are not Exceptions (SystemExit, KeyboardInterrupt) become a StudentError, so code on
-    the other side can never stop this side's process by raising one."""
+    the other side can never stop this side's process by raising one. Its text is bounded first."""
+    error = bounded_error(error)
     kind = getattr(builtins, error.builtin, None)
     message = error.message if error.type_name == error.builtin else f"{error.type_name}: {error.message}"
     if not (isinstance(kind, type) and issubclass(kind, Exception)):
@@ -187,13 +220,21 @@ class _Decoder:
         self.blobs = blobs
         self.storages: dict[int, torch.UntypedStorage] = {}
 
-    def blob(self, index) -> bytes:
+    def blob(self, index) -> bytes | bytearray:
         _expect(_is_int(index) and 0 <= index < len(self.blobs), f"blob index {index!r}")
         return self.blobs[index]
+
+    def writable_blob(self, index) -> bytearray:
+        """The blob as a bytearray that a tensor or array may own: the one given, when it is one
+        (each blob backs one storage or array), else a copy."""
+        data = self.blob(index)
+        return data if type(data) is bytearray else bytearray(data)
 
     def value(self, node, depth: int = 0):
         _expect(depth <= MAX_DEPTH, "nested too deeply")
         kind = type(node)
+        if kind is str:
+            return clean_text(node)
         if kind in _SCALARS:
             return node
         if kind is list:
@@ -208,7 +249,8 @@ class _Decoder:
             out = {}
             for pair in payload:
                 _expect(type(pair) is list and len(pair) == 2 and type(pair[0]) in _SCALARS, "dict item")
-                out[pair[0]] = self.value(pair[1], depth + 1)
+                key = clean_text(pair[0]) if type(pair[0]) is str else pair[0]
+                out[key] = self.value(pair[1], depth + 1)
             return out
         if tag == BYTES:
             return bytes(self.blob(payload))
@@ -242,9 +284,8 @@ class _Decoder:
         dtype, shape, index = payload
         dtype = self.numpy_dtype(dtype)
         _expect(type(shape) is list and all(_is_int(s) and s >= 0 for s in shape), "array shape")
-        data = self.blob(index)
-        _expect(len(data) == math.prod(shape) * dtype.itemsize, "array size")
-        return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+        _expect(len(self.blob(index)) == math.prod(shape) * dtype.itemsize, "array size")
+        return np.frombuffer(self.writable_blob(index), dtype=dtype).reshape(shape)
 
     def tensor(self, payload) -> torch.Tensor:
         _expect(type(payload) is list and len(payload) == 7, "tensor")
@@ -256,14 +297,18 @@ class _Decoder:
                 "tensor sizes, strides and offset must be non-negative ints")
         _expect(type(requires_grad) is bool and type(device) is str, "tensor flags")
         if index not in self.storages:
-            data = self.blob(index)
-            self.storages[index] = (torch.frombuffer(bytearray(data), dtype=torch.uint8).untyped_storage() if data
+            data = self.writable_blob(index)
+            self.storages[index] = (torch.frombuffer(data, dtype=torch.uint8).untyped_storage() if data
                                     else torch.UntypedStorage(0))
         storage = self.storages[index]
         item = torch.empty(0, dtype=dtype).element_size()
-        if math.prod(shape) > 0:
+        claimed = math.prod(shape)
+        if claimed > 0:
             last = offset + sum((size - 1) * stride for size, stride in zip(shape, strides))
             _expect((last + 1) * item <= storage.nbytes(), "a tensor reaching past its storage")
+            _expect(claimed * item <= storage.nbytes() + MAX_VIEW_BYTES,
+                    f"a tensor of shape {shape} claims {claimed * item} bytes over a storage of {storage.nbytes()} "
+                    f"(a stride-0 or overlapping view), more than {MAX_VIEW_BYTES} beyond it")
         tensor = torch.empty(0, dtype=dtype).set_(storage, offset, shape, strides)
         if device != "cpu":
             tensor = tensor.to(torch.device(device))

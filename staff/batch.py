@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from adapters._codec import clean_text
 from staff.gradescope import failure_results, validate_results, write_json_atomically
 from tests.grading import PROBLEMS
 
@@ -177,6 +178,16 @@ def load_row(out: Path, submission: Submission) -> Row:
 PARTS = ("public", "hidden", "gpu")
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV injection: what a spreadsheet may run
+
+
+def spreadsheet_safe(text: str) -> str:
+    """`text` as a cell no spreadsheet runs as a formula (a leading quote, as OWASP advises) and that
+    UTF-8 can hold (lone surrogates replaced)."""
+    text = clean_text(text)
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+
+
 def write_csv(rows: list[Row], path: Path) -> None:
     """grades.csv: who, per-problem points by part, totals, wall time and error; one row per submission."""
     parts = [p for p in PARTS if any(key[1] == p for row in rows for key in row.possible)]
@@ -189,10 +200,11 @@ def write_csv(rows: list[Row], path: Path) -> None:
         writer.writerow(header)
         for row in rows:
             s = row.submission
-            writer.writerow([s.student_id, s.name, s.email, s.key]
+            writer.writerow([spreadsheet_safe(text) for text in (s.student_id, s.name, s.email, s.key)]
                             + [f"{row.points.get((n, part), 0.0):g}" for n in PROBLEMS for part in parts]
                             + [f"{sum(v for k, v in row.points.items() if k[1] == part):g}" for part in parts]
-                            + [f"{row.total:g}", f"{row.max_total:g}", f"{row.seconds:.1f}", row.error])
+                            + [f"{row.total:g}", f"{row.max_total:g}", f"{row.seconds:.1f}",
+                               spreadsheet_safe(row.error)])
     os.replace(temporary, path)
 
 

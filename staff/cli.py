@@ -10,6 +10,7 @@ from pathlib import Path
 
 DEFAULT_RESULTS, DEFAULT_GPU_RESULTS = Path("results.json"), Path("results-gpu.json")
 DEFAULT_MEMORY_GIB = 8.0
+DEFAULT_DISK_GIB = 2.0
 
 
 def _sandbox_options(args: argparse.Namespace):
@@ -18,9 +19,11 @@ def _sandbox_options(args: argparse.Namespace):
 
     memory_gib = args.memory_gib if args.memory_gib is not None else 0 if args.gpu else DEFAULT_MEMORY_GIB
     memory = None if memory_gib <= 0 else int(memory_gib * 2**30)
-    return SandboxOptions(test_budget_s=args.test_timeout, limits=Limits(memory_bytes=memory),
+    limits = Limits(memory_bytes=memory, disk_bytes=int(args.disk_gib * 2**30))
+    return SandboxOptions(test_budget_s=args.test_timeout, limits=limits,
                           separate_user=not args.no_separate_user, namespaces=not args.no_namespaces,
-                          landlock=not args.no_landlock, threads=args.threads or os.cpu_count() or 1,
+                          landlock=not args.no_landlock, seccomp=not args.no_seccomp, tmpfs=not args.no_tmpfs,
+                          threads=args.threads or os.cpu_count() or 1,
                           import_timeout_s=args.import_timeout)
 
 
@@ -165,8 +168,15 @@ def _add_grade(commands) -> None:
                        "against a hostile submission)")
     grade.add_argument("--no-separate-user", action="store_true",
                        help="as root, do not run student code as a user of its own")
-    grade.add_argument("--no-namespaces", action="store_true", help="no new PID and network namespaces")
+    grade.add_argument("--no-namespaces", action="store_true", help="no new PID, network and IPC namespaces")
     grade.add_argument("--no-landlock", action="store_true", help="no Landlock file-access restriction")
+    grade.add_argument("--no-seccomp", action="store_true",
+                       help="no seccomp filter (it refuses internet sockets, System V IPC and io_uring)")
+    grade.add_argument("--no-tmpfs", action="store_true",
+                       help="as root, no tmpfs mounts: the worker's /tmp is the machine's, and its disk quota is "
+                       "counted after each call instead of enforced by the kernel")
+    grade.add_argument("--disk-gib", type=float, default=DEFAULT_DISK_GIB,
+                       help="what the student's files may take in all, GiB (default: %(default)g)")
     grade.add_argument("--gpu", action="store_true",
                        help="grade only the GPU part (the tests marked cuda) on this machine's GPU, into "
                        f"{DEFAULT_GPU_RESULTS} (with --batch: OUT/<name>/{DEFAULT_GPU_RESULTS}, which every gradebook "

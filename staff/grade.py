@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from adapters._codec import clean_text
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.submission import PACKAGE, SubmissionError, lay_package
 from tests.grading import (
@@ -35,6 +37,7 @@ from tests.grading import (
     VISIBILITIES,
     GradedTest,
     format_table,
+    truncated,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +47,10 @@ HIDDEN_SUITE = REPO_ROOT / "staff" / "hidden"
 IMPORT_TIMEOUT_S = 120
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
 NEVER_FINISHED = "FAILED: this test never finished"
+SUMMARY_CHARS = 8000  # of the text above the points table in results.json
+# Every test's output together, as results.json holds them (escaped): the file stays well under
+# 1 MB whatever the submission prints or raises.
+OUTPUT_BUDGET_BYTES = 600_000
 _running: set[subprocess.Popen] = set()  # test runs in progress, so an interrupted grader can end them
 _running_lock = threading.Lock()
 
@@ -65,6 +72,7 @@ class Grade:
     output: str  # the summary shown to the student above the per-test results
     seconds: float
     protections: dict[str, str] = field(default_factory=dict)  # what confined the student's code
+    memory: dict[str, int] = field(default_factory=dict)  # bytes: what grading cost the grader's processes
 
     @property
     def score(self) -> float:
@@ -182,6 +190,49 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
     return report, log_text
 
 
+def machine_paths(workspace: Workspace) -> list[tuple[str, str]]:
+    """(path, what to show instead) for the grading machine's folders, most specific first: nothing
+    in results.json says where the grader keeps its files or its Python."""
+    import site
+
+    python = [sys.prefix, sys.base_prefix, *site.getsitepackages()]
+    pairs = [(f"{workspace.code}{os.sep}", ""), (str(workspace.scratch), "<grading folder>"),
+             *((folder, "<python>") for folder in python), (str(REPO_ROOT), "<grader>"),
+             (os.path.expanduser("~"), "<home>")]
+    return sorted({p: s for p, s in pairs if len(p) > 1}.items(), key=lambda pair: -len(pair[0]))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # C0 controls but tab and newline: terminal escapes
+
+
+def scrub(text: str, paths: list[tuple[str, str]]) -> str:
+    """`text` with each of `paths` (from `machine_paths`) replaced, as valid Unicode without control
+    characters (a terminal escape from the submission reaches no TA's terminal)."""
+    for path, shown in paths:
+        text = text.replace(path, shown)
+    return _CONTROL.sub("\ufffd", clean_text(text))
+
+
+def _json_bytes(text: str) -> int:
+    return len(json.dumps(text))  # as results.json holds it: a non-ASCII character takes 6 bytes
+
+
+def share_output(tests: list[GradedTest], budget: int = OUTPUT_BUDGET_BYTES) -> None:
+    """Cut the tests' outputs so that together they take about `budget` bytes of results.json at most:
+    shortest first, each keeps what it has up to an equal share of what is left, so short outputs stay
+    whole and what they leave goes to the long ones."""
+    costs = {id(t): _json_bytes(t.output) for t in tests}
+    if sum(costs.values()) <= budget:
+        return
+    left, waiting = budget, sorted(tests, key=lambda t: costs[id(t)])
+    for i, test in enumerate(waiting):
+        share, cost = left // (len(waiting) - i), costs[id(test)]
+        if cost > share:
+            test.output = truncated(test.output, max(len(test.output) * share // cost, 200))
+            cost = _json_bytes(test.output)
+        left -= cost
+
+
 def _not_run(test: GradedTest, why: str) -> None:
     """Score a test that never ran: failed, unless it is a GPU test on a machine without one, which
     would have been skipped (0 of 0) had it run."""
@@ -273,14 +324,13 @@ def grade(
         else:
             extra += ["-p", "staff.sandbox.plugin", "--sandbox", str(workspace.settings),
                       f"--timeout={options.test_budget_s + options.startup_timeout_s:g}"]
-        summary, protections = "", {}
+        summary, protections, memory = "", {}, {}
         if problem is None:
             report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
             tests = list(report.tests.values())
-            for test in tests:  # the same submission graded twice reads the same, wherever it was graded
-                test.output = test.output.replace(f"{workspace.code}{os.sep}", "").replace(
-                    str(scratch), "<grading folder>")
             protections = dict(report.notes.get("protections") or {})
+            if isinstance(report.notes.get("peak_rss_bytes"), int):
+                memory["test process peak RSS"] = report.notes["peak_rss_bytes"]
             if "import_error" in report.notes:
                 summary = f"Your submission could not be loaded, so no test ran:\n{report.notes['import_error']}"
             elif any(t.output.startswith(NEVER_FINISHED) for t in tests):
@@ -296,6 +346,13 @@ def grade(
             summary = message
         if in_process:
             protections = {"worker process": "off: graded in-process (--in-process)"}
+        # The same submission graded twice reads the same wherever it was graded, and no text from
+        # the worker costs more than its share of results.json.
+        paths = machine_paths(workspace)
+        for test in tests:
+            test.output = truncated(scrub(test.output, paths))
+        share_output(tests)
+        summary = truncated(scrub(summary, paths), SUMMARY_CHARS)
     table = "\n".join(format_table(tests, hidden_shown=hidden_visibility == "visible"))
     return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
-                 protections=protections)
+                 protections=protections, memory=memory)

@@ -55,7 +55,8 @@ def results_json(grade: Grade, visibility: str = "visible") -> dict:
         "test_output_format": "text",
         "visibility": visibility,
         "stdout_visibility": "hidden",
-        "extra_data": {"max_score": sum(t.possible for t in tests), "protections": grade.protections},
+        "extra_data": {"max_score": sum(t.possible for t in tests), "protections": grade.protections,
+                       "memory_bytes": grade.memory},
         "tests": [_test_entry(t) for t in tests],
     }
 

@@ -85,6 +85,16 @@ def check_raises(error: type[Exception], function: Callable[..., Any], *args: An
                                  got=f"returned {returned!r}", see=see))
 
 
+def write_new_file(path: Path | str, data: bytes) -> str:
+    """Write `data` to a new file at `path` that nothing else may stand in for: when the test's folder
+    has been handed to student code, the name could already be a link it planted, which an ordinary
+    write would follow. Returns the path as a string."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return str(path)
+
+
 def student_file_bytes(path: Path, limit: int = 256 << 20) -> bytes:
     """The bytes of a file that student code wrote, read with care: a symbolic link is not followed,
     a FIFO or device is not opened for reading, and at most `limit` bytes are read, since code under

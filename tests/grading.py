@@ -174,7 +174,7 @@ class PointsPlugin:
             if text is None:  # a failure pytest made up itself (a time-out, say)
                 crash = getattr(report.longrepr, "reprcrash", None)
                 text = crash.message if crash is not None else str(report.longrepr or "failed")
-            test.status, test.output = FAILED, f"FAILED{phase}\n{text}"[:MAX_OUTPUT_CHARS]
+            test.status, test.output = FAILED, truncated(f"FAILED{phase}\n{text}")
         elif report.skipped and test.status is None:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             if test.needs_cuda and GPU_SKIP_PREFIX in reason and not hasattr(report, "wasxfail"):
@@ -188,6 +188,8 @@ class PointsPlugin:
             self._write({"kind": "result", "nodeid": test.nodeid, "status": test.status, "output": test.output})
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.report_path is not None:
+            self.note("peak_rss_bytes", _peak_rss_bytes())  # what grading cost this process (staff figures)
         # Printed last, after pytest's own summary, so a student never scrolls up to find it.
         finished = [t for t in self.tests.values() if t.status is not None]
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -197,7 +199,15 @@ class PointsPlugin:
                 reporter.write_line(line)
 
 
-_EXPECTED_LINE = re.compile(r"^(\s*expected:).*$", re.MULTILINE)
+def truncated(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
+    """`text` cut to `limit` characters, ending with a note when anything was cut."""
+    if len(text) <= limit:
+        return text
+    note = f"\n[... output cut here: {len(text) - limit} more characters ...]"
+    return text[:max(limit - len(note), 0)] + note
+
+
+_EXPECTED_LINE = re.compile(r"^([ \t]*expected:).*$", re.MULTILINE)  # linear: no class that spans lines
 
 
 def failure_text(error: BaseException, test: GradedTest, roots: list[Path]) -> str:
@@ -211,9 +221,19 @@ def failure_text(error: BaseException, test: GradedTest, roots: list[Path]) -> s
                   if any(root in Path(f.filename).parents for root in roots)]
         text = "".join(traceback.format_list(frames))
     text += "".join(traceback.format_exception_only(type(error), error)).rstrip()
+    text = text[:2 * MAX_OUTPUT_CHARS]  # the output keeps less; the rest costs nothing below
     if test.visibility == "hidden":
         text = _EXPECTED_LINE.sub(r"\1 (not shown for this test)", text)
     return text
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory in bytes (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 def format_table(tests: list[GradedTest], hidden_shown: bool = False) -> list[str]:

@@ -13,7 +13,7 @@ import torch
 
 from adapters import data as A
 from adapters._instrument import resident_bytes
-from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain
+from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain, write_new_file
 
 pytestmark = pytest.mark.problem(9)
 SEE = "handout/09_data.md"
@@ -21,8 +21,7 @@ START_SIGMAS = 5.5  # each start's count: a correct sampler passes all ten bound
 
 
 def write_tokens(path, tokens: np.ndarray) -> str:
-    tokens.tofile(path)
-    return str(path)
+    return write_new_file(path, tokens.tobytes())
 
 
 def starts_of(inputs: torch.Tensor, first_token: int) -> list[int]:
@@ -48,11 +47,11 @@ def test_open_tokens_rejects_a_wrong_size_or_a_float_dtype(tmp_path):
     check_equal(A.run_open_tokens(good, "int32")["tokens"].tolist(), list(range(8)), inputs="8 int32 tokens",
                 see=f"{SEE} §9.1", what=VALID_FIRST)
     odd = tmp_path / "odd.bin"
-    odd.write_bytes(bytes(7))
+    write_new_file(odd, bytes(7))
     check_raises(ValueError, A.run_open_tokens, str(odd), "int32", see=f"{SEE} §9.1",
                  what="a 7-byte file cannot hold 4-byte tokens")
     empty = tmp_path / "empty.bin"
-    empty.write_bytes(b"")
+    write_new_file(empty, b"")
     check_raises(ValueError, A.run_open_tokens, str(empty), "uint16", see=f"{SEE} §9.1", what="an empty token file")
     floats = write_tokens(tmp_path / "floats.bin", np.zeros(8, dtype=np.float32))
     check_raises(ValueError, A.run_open_tokens, floats, "float32", see=f"{SEE} §9.1",

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from adapters import checkpoint as A
-from tests.checks import check_equal, explain, student_file_bytes
+from tests.checks import check_equal, explain, student_file_bytes, write_new_file
 
 pytestmark = pytest.mark.problem(10)
 SEE = "handout/10_checkpoint.md"
@@ -150,26 +150,28 @@ def write_bad_file(path: Path, kind: str) -> None:
     """A file that load_checkpoint must refuse; most of them hold this model's weights after 2 steps."""
     model, optimizer = trained(2)
     good = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": 2}
+    # Written through a buffer: student code has had the folder, so the name may be a link it planted.
+    buffer = io.BytesIO()
     if kind == "truncated":
-        buffer = io.BytesIO()
         torch.save(good, buffer)
-        path.write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+        buffer = io.BytesIO(buffer.getvalue()[: len(buffer.getvalue()) // 2])
     elif kind == "not a torch file":
-        path.write_bytes(b"step,loss\n1,0.5\n")
+        buffer.write(b"step,loss\n1,0.5\n")
     elif kind == "a torch file without the keys":
-        torch.save({"weights": model.state_dict()}, path)
+        torch.save({"weights": model.state_dict()}, buffer)
     elif kind == "no optimizer entry":
-        torch.save({"model": good["model"], "iteration": 2}, path)
+        torch.save({"model": good["model"], "iteration": 2}, buffer)
     elif kind == "another optimizer's state":
-        torch.save({**good, "optimizer": {"state": {}, "param_groups": []}}, path)
+        torch.save({**good, "optimizer": {"state": {}, "param_groups": []}}, buffer)
     elif kind == "another model's checkpoint":
         other_model, other_optimizer = A.build_training([DIMS[0], 16, 16, DIMS[-1]])
         torch.save({"model": other_model.state_dict(), "optimizer": other_optimizer.state_dict(), "iteration": 2},
-                   path)
+                   buffer)
     elif kind == "a model state missing a tensor":
-        torch.save({**good, "model": {k: v for k, v in good["model"].items() if k != "0.bias"}}, path)
+        torch.save({**good, "model": {k: v for k, v in good["model"].items() if k != "0.bias"}}, buffer)
     else:  # a Fraction is not on weights_only's list of safe types
-        torch.save({**good, "iteration": fractions.Fraction(2, 1)}, path)
+        torch.save({**good, "iteration": fractions.Fraction(2, 1)}, buffer)
+    write_new_file(path, buffer.getvalue())
 
 
 @pytest.mark.points(1)

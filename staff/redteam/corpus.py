@@ -12,6 +12,11 @@ Each case is a folder under `cases/` with a `case.toml`:
     marker        this file must not exist after grading (a payload that ran outside the worker)
     requires      a sandbox protection the case needs to be graded safely; skipped without it
     upload        how the upload is built: "folder" (default), or a builder named in UPLOADS
+    without       lists of protections to turn off ("landlock", "namespaces", "seccomp", "tmpfs"): the
+                  case is graded once per list, as NAME-without-A-and-B, to show that what remains holds
+                  alone (an empty list: with every protection on)
+    hidden_visibility   grade it with this visibility of the hidden tests (default: the grader's)
+    memory_budget_mib   the test process may peak at most this many MiB above the reference's
 
     attack_in     functions ("module.function", "module.Class.method", or "*" for every one) that
                   call `attack(locals())` from the case's `cs336_basics/_attack.py` before their own body
@@ -54,11 +59,17 @@ class Case:
     upload: str = "folder"
     attack_in: tuple[str, ...] = ()
     returns: bool = False
+    off: tuple[str, ...] = ()
+    hidden_visibility: str | None = None
+    memory_budget_mib: int | None = None
     folder: Path = field(default=Path(), compare=False)
 
 
+PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs")  # what a case may turn off (SandboxOptions' fields)
+
+
 def load_cases() -> list[Case]:
-    """Every case of the corpus, sorted by name.
+    """Every case of the corpus (one per `without` list), sorted by name.
 
     Raises:
         ValueError: a case.toml that is missing, unreadable or inconsistent, named.
@@ -69,16 +80,22 @@ def load_cases() -> list[Case]:
             spec = tomllib.loads((folder / "case.toml").read_text(encoding="utf-8"))
             if spec.get("honest") == "all":
                 spec["honest"] = list(MODULES)
-            case = Case(name=folder.name, folder=folder,
-                        **{k: tuple(v) if k in ("honest", "lose", "attack_in") else v for k, v in spec.items()})
+            without = spec.pop("without", [[]])
+            if not all(isinstance(off, list) and set(off) <= set(PROTECTIONS) for off in without):
+                raise TypeError(f"'without' must be lists of {PROTECTIONS}")
+            variants = [Case(name="-without-".join([folder.name, "-and-".join(off)]) if off else folder.name,
+                             folder=folder, off=tuple(off),
+                             **{k: tuple(v) if k in ("honest", "lose", "attack_in") else v for k, v in spec.items()})
+                        for off in without]
         except (OSError, tomllib.TOMLDecodeError, TypeError) as error:
             raise ValueError(f"{folder / 'case.toml'}: {error}") from error
+        case = variants[0]
         if not set(case.lose) <= set(case.honest) <= set(MODULES):
             raise ValueError(f"{folder / 'case.toml'}: 'honest' must be problems of {sorted(MODULES)} (or \"all\"), "
                              f"and 'lose' some of them")
         if case.upload != "folder" and case.upload not in UPLOADS:
             raise ValueError(f"{folder / 'case.toml'}: unknown upload {case.upload!r}; known: {sorted(UPLOADS)}")
-        cases.append(case)
+        cases.extend(variants)
     return cases
 
 

@@ -14,13 +14,15 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from staff.sandbox.frames import FrameError, FrameTimeout, read_frame, write_frame
+from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, write_frame
+from staff.sandbox.leftovers import remove_leftovers
 
 SIGNAL_WORDS = {
     signal.SIGKILL: "killed (SIGKILL): out of memory, or stopped by the grader",
@@ -30,6 +32,13 @@ SIGNAL_WORDS = {
     signal.SIGXFSZ: "wrote a file larger than its file-size limit (SIGXFSZ)",
     signal.SIGBUS: "crashed with a bus error (SIGBUS)",
 }
+
+
+# What one reply may hold. The reference's largest, over a whole grade: a 1.4 MB header, 4.2 MB of
+# blobs. These bound what a reply costs the grading process (one copy of the blobs, the header's
+# JSON as Python objects) whatever the worker sends.
+MAX_REPLY_HEADER_BYTES = 8 << 20
+MAX_REPLY_BLOB_BYTES = 64 << 20
 
 
 class SandboxFailure(BaseException):
@@ -50,13 +59,16 @@ class WorkerCrashed(SandboxFailure):
 class Limits:
     """What one worker may use. Memory is address space in bytes (None: unlimited, needed for CUDA,
     whose driver maps far more address space than it uses); CPU time in seconds over the worker's
-    life; file size in bytes; processes counts the user's processes and threads."""
+    life; file size in bytes; processes counts the user's processes and threads; disk is what its
+    folders (its own, the tests', and its private /tmp) may hold in all, in bytes and entries."""
 
     memory_bytes: int | None = 8 << 30
     cpu_seconds: int = 1800
     file_bytes: int = 1 << 30
     processes: int = 512
     open_files: int = 1024
+    disk_bytes: int = 2 << 30
+    disk_files: int = 20_000
 
 
 @dataclass
@@ -65,6 +77,7 @@ class WorkerConfig:
 
     code: str  # read-only folder: worker.py, frames.py, confine.py, adapters/, cs336_basics/
     folder: str  # the worker's writable folder and working directory
+    shared: str  # root's folder of the tests' folders (each made by the grader, then the worker's)
     python: str
     site_packages: list[str]
     read_only: list[str]
@@ -75,6 +88,8 @@ class WorkerConfig:
     threads: int = 1
     namespaces: bool = True
     landlock: bool = True
+    seccomp: bool = True
+    tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
     limits: Limits = field(default_factory=Limits)
 
 
@@ -270,9 +285,15 @@ class Worker:
                     target()
                 except (ProcessLookupError, PermissionError):
                     pass
-            if self.config.uid is not None and os.geteuid() == 0:
-                kill_user(self.config.uid)
             self.process.wait()
+        if self.config.uid is not None and os.geteuid() == 0:
+            # Whether or not the launcher ended on its own: a daemon outside the PID namespace (where
+            # none could be made) may still run, and objects outside the worker's folders remain.
+            kill_user(self.config.uid)
+            left = remove_leftovers(self.config.uid)
+            if left:
+                print(f"the grader could not remove what the worker's user {self.config.uid} left: {left[:5]}",
+                      file=sys.stderr)
 
     # -- calls ------------------------------------------------------------------------------------
 
@@ -290,14 +311,23 @@ class Worker:
         self.next_id += 1
         header = {**header, "id": self.next_id}
         try:
-            write_frame(self.requests, header, blobs, deadline)
-            reply, reply_blobs = read_frame(self.responses, deadline)
+            try:
+                write_frame(self.requests, header, blobs, deadline)
+            except BrokenPipeError:
+                # The child had ended before this call reached it, after answering its last one: not
+                # this call's doing (and the earlier call had its answer). A fresh child takes the call.
+                self.fresh_child()
+                write_frame(self.requests, header, blobs, deadline)
+            reply, reply_blobs = read_frame(self.responses, deadline, MAX_REPLY_HEADER_BYTES, MAX_REPLY_BLOB_BYTES)
         except FrameTimeout:
             self.fresh_child()
             raise CallTimedOut("timed out") from None
-        except (FrameError, OSError) as error:
+        except (PipeClosed, OSError) as error:
             previous = self.fresh_child()
-            raise WorkerCrashed(previous or f"sent something that is not a reply ({error})") from None
+            raise WorkerCrashed(previous or f"closed its pipe ({error})") from None
+        except FrameError as error:  # the child was alive and is killed now: its end says nothing
+            self.fresh_child()
+            raise WorkerCrashed(f"sent a reply the grader refuses: {error}") from None
         if reply.get("id") != self.next_id:
             self.fresh_child()
             raise WorkerCrashed(f"answered request {reply.get('id')!r} instead of {self.next_id}")

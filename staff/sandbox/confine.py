@@ -21,7 +21,8 @@ ON = "on"
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys.platform == "linux" else None
 
 # <linux/sched.h>, <linux/prctl.h>, <linux/mount.h>
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x20000000, \
+    0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 4, 38, 24, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 MS_BIND, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 4096, 16384, 1 << 18, 2, 4
@@ -69,29 +70,34 @@ def unshare(flags: int) -> str:
     return ON if _libc.unshare(flags) == 0 else off(_errno_text())
 
 
+NAMESPACES = {"network": CLONE_NEWNET, "pid": CLONE_NEWPID, "ipc": CLONE_NEWIPC}
+
+
 def new_namespaces() -> dict[str, str]:
-    """A new network namespace (no interfaces but a loopback that is down) and a new PID namespace
-    for the children of this process. As root directly; otherwise inside a new user namespace in
-    which this process keeps its own uid and gid. Returns {"network": status, "pid": status}."""
+    """A new network namespace (no interfaces but a loopback that is down), a new PID namespace for
+    the children of this process, and a new IPC namespace (System V objects and POSIX message queues
+    of its own, destroyed with its last process). As root directly; otherwise inside a new user
+    namespace in which this process keeps its own uid and gid. Returns {"network": status,
+    "pid": status, "ipc": status}."""
     if _libc is None:
-        return {"network": off("Linux only"), "pid": off("Linux only")}
-    flags = CLONE_NEWNET | CLONE_NEWPID
+        return {name: off("Linux only") for name in NAMESPACES}
     if os.geteuid() != 0:
         uid, gid = os.geteuid(), os.getegid()
         status = unshare(CLONE_NEWUSER)
         if status != ON:
-            return {"network": off(f"no user namespace: {status[5:]}"), "pid": off("no user namespace")}
+            return {name: off(f"no user namespace: {status[5:]}") for name in NAMESPACES}
         try:
             for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
                 with open(f"/proc/self/{name}", "w") as handle:
                     handle.write(text)
         except OSError as error:
-            return {"network": off(f"user namespace mapping: {error}"), "pid": off("user namespace mapping")}
-    status = unshare(flags)
-    if status == ON:
-        return {"network": ON, "pid": ON}
-    network, pid = unshare(CLONE_NEWNET), unshare(CLONE_NEWPID)
-    return {"network": network, "pid": pid}
+            return {name: off(f"user namespace mapping: {error}") for name in NAMESPACES}
+    flags = 0
+    for flag in NAMESPACES.values():
+        flags |= flag
+    if unshare(flags) == ON:
+        return {name: ON for name in NAMESPACES}
+    return {name: unshare(flag) for name, flag in NAMESPACES.items()}
 
 
 def world_readable(path: str, itself: bool = True) -> str | None:
@@ -115,9 +121,9 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 
 def reveal(paths: list[str], owned: list[str] = ()) -> str:
     """In a new mount namespace, let an unprivileged user reach each of `paths` (which it must be
-    able to read) and `owned` (folders it owns) even when a folder above them is closed to others
-    (an interpreter under /root, say): that folder is covered with an empty tmpfs that holds only the
-    way to each path, each path bind-mounted back in. Everything else under the closed folder
+    able to read) and `owned` (folders it owns, or may only pass through) even when a folder above
+    them is closed to others (an interpreter under /root, say): that folder is covered with an empty
+    tmpfs that holds only the way to each path, each path bind-mounted back in. Everything else under the closed folder
     disappears from this process's view. Needs root."""
     if _libc is None:
         return off("Linux only")
@@ -134,15 +140,86 @@ def reveal(paths: list[str], owned: list[str] = ()) -> str:
     if unshare(CLONE_NEWNS) != ON or not _mount(None, "/", None, MS_REC | MS_PRIVATE):
         return off(f"no private mount namespace to open {', '.join(blocked)}: {_errno_text()}")
     for folder in sorted(blocked, key=len):
-        handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in blocked[folder]]
-        if not _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m"):
-            return off(f"cannot cover {folder}: {_errno_text()}")
-        for path, handle in handles:
-            os.makedirs(path, mode=0o755, exist_ok=True)
-            if not _mount(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC):
-                return off(f"cannot bind {path}: {_errno_text()}")
-            os.close(handle)
+        why = _cover(folder, "mode=0755,size=1m", blocked[folder])
+        if why is not None:
+            return off(why)
     return ON
+
+
+def _cover(folder: str, options: str, keep: list[str]) -> str | None:
+    """Mount an empty tmpfs (with `options`) on `folder`, then bind each path of `keep` (below
+    `folder`) back in at its place; None, or what failed."""
+    keep = [p for p in keep if not any(p != q and p.startswith(q.rstrip(os.sep) + os.sep) for q in keep)]
+    handles = []
+    for path in keep:
+        try:
+            handles.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+        except OSError:
+            continue  # a path that does not exist needs no way back
+    if not _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options):
+        return f"cannot cover {folder}: {_errno_text()}"
+    for path, handle in handles:
+        if stat.S_ISDIR(os.fstat(handle).st_mode):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            open(path, "a").close()
+        bound = _mount(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC)
+        os.close(handle)
+        if not bound:
+            return f"cannot bind {path}: {_errno_text()}"
+    return None
+
+
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")  # every user may write there; files outlive processes
+
+
+def _private_mounts() -> str:
+    """A mount namespace of this process's own, whose mounts do not reach the parent's."""
+    if unshare(CLONE_NEWNS) != ON or not _mount(None, "/", None, MS_REC | MS_PRIVATE):
+        return off(f"no private mount namespace: {_errno_text()}")
+    return ON
+
+
+def _tmpfs(target: str, mode: int, size_bytes: int, files: int, uid: int | None = None) -> bool:
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    return _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
+                  f"mode={mode:o},size={size_bytes},nr_inodes={files}{owner}")
+
+
+def private_shared_folders(size_bytes: int, files: int, keep: list[str]) -> str:
+    """Cover /tmp, /var/tmp and /dev/shm, for this process and its children only, with empty tmpfs
+    of bounded size: what the worker writes there is seen by no other grade and gone when it ends,
+    even where Landlock (which keeps the worker out of them) is missing. The paths of `keep` that lie
+    below them (the grading folders, a Python environment) are bound back in. Needs root."""
+    if _libc is None:
+        return off("Linux only")
+    status = _private_mounts()
+    if status != ON:
+        return status
+    covered = [folder for folder in SHARED_FOLDERS if os.path.isdir(folder) and not os.path.islink(folder)]
+    for folder in covered:
+        below = [os.path.abspath(p) for p in keep if os.path.abspath(p).startswith(folder + os.sep)]
+        why = _cover(folder, f"mode=1777,size={size_bytes},nr_inodes={files}", below)
+        if why is not None:
+            return off(why)
+    return f"{ON} ({', '.join(covered)})"
+
+
+def disk_quota(folders: list[tuple[str, int, int | None]], size_bytes: int, files: int) -> str:
+    """In a mount namespace of this process's own (the test process, whose children include the
+    worker), cover each (folder, mode, owner uid) with an empty tmpfs of at most `size_bytes` and
+    `files` entries: what one submission writes cannot fill the disk other grades share. The folders
+    must be empty (they are covered, not moved). Needs root."""
+    if _libc is None:
+        return off("Linux only")
+    status = _private_mounts()
+    if status != ON:
+        return status
+    for folder, mode, uid in folders:
+        if not _tmpfs(folder, mode, size_bytes, files, uid):
+            return off(f"cannot mount a tmpfs on {folder}: {_errno_text()}")
+    return f"{ON} (tmpfs of {size_bytes / 2**30:g} GiB and {files} files each)"
 
 
 def drop_user(uid: int, gid: int) -> str:
@@ -274,3 +351,71 @@ def landlock(read_only: list[str], read_write: list[str], devices: list[str]) ->
     return {"files": f"{ON} (Landlock ABI {abi})",
             "signals": ON if scoped else off(f"Landlock ABI {abi} < 6"),
             "tcp": ON if net else off(f"Landlock ABI {abi} < 4")}
+
+
+# -- seccomp: system calls the worker never needs, refused whatever the namespaces -----------------
+# Docker's default profile refuses new namespaces, so on Gradescope the worker has the container's
+# network and IPC; this filter needs no privilege (only no_new_privs) and closes both.
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_X32_SYSCALL_BIT = 0x40000000
+# System V IPC (every call: ids can be guessed), and io_uring (it can open sockets past this filter).
+_DENIED = {
+    "x86_64": {"shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65, "semctl": 66,
+               "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220,
+               "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+    "aarch64": {"msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191,
+                "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197,
+                "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+}
+_SOCKET = {"x86_64": 41, "aarch64": 198}
+_AF_INET, _AF_INET6 = 2, 10
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
+    """The classic-BPF program (code, jt, jf, k) for `machine`: another architecture's calls (32-bit
+    ones on a 64-bit kernel, x32), System V IPC and io_uring fail with EPERM, and so does
+    socket(AF_INET or AF_INET6, ...); everything else is allowed."""
+    deny = _RET_ERRNO | errno.EPERM
+    program = [(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+               (_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
+               (_RET_K, 0, 0, deny),
+               (_LD_W_ABS, 0, 0, 0)]  # seccomp_data.nr
+    if machine == "x86_64":
+        program += [(_JGE_K, 0, 1, _X32_SYSCALL_BIT), (_RET_K, 0, 0, deny)]
+    for number in sorted(_DENIED[machine].values()):
+        program += [(_JEQ_K, 0, 1, number), (_RET_K, 0, 0, deny)]
+    program += [(_JEQ_K, 0, 4, _SOCKET[machine]),
+                (_LD_W_ABS, 0, 0, 16),  # the low 32 bits of args[0], the address family
+                (_JEQ_K, 1, 0, _AF_INET),
+                (_JEQ_K, 0, 1, _AF_INET6),
+                (_RET_K, 0, 0, deny),
+                (_RET_K, 0, 0, _RET_ALLOW)]
+    return program
+
+
+def deny_syscalls() -> str:
+    """Install the seccomp filter of `seccomp_program` on this process and its future children, for
+    good. Needs Linux on x86_64 or aarch64."""
+    machine = os.uname().machine if _libc is not None else ""
+    if machine not in _AUDIT_ARCH:
+        return off(f"no filter for {machine or sys.platform}")
+    program = seccomp_program(machine)
+    filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
+    fprog = _SockFprog(len(program), filters)
+    if not _prctl(PR_SET_NO_NEW_PRIVS, 1):
+        return off(f"no_new_privs: {_errno_text()}")
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return off(f"seccomp: {_errno_text()}")
+    return f"{ON} (seccomp: no internet sockets, System V IPC or io_uring)"

@@ -28,6 +28,10 @@ class FrameTimeout(FrameError):
     """No whole frame arrived before the deadline."""
 
 
+class PipeClosed(FrameError):
+    """The other side closed its end of the pipe (it ended) before a whole frame arrived."""
+
+
 def write_frame(fd: int, header: dict, blobs: list[bytes] = (), deadline: float | None = None) -> None:
     """Send one frame on the pipe `fd`. With a `deadline` (time.monotonic()) the pipe may be
     non-blocking: the writer waits for room until then.
@@ -50,9 +54,12 @@ def write_frame(fd: int, header: dict, blobs: list[bytes] = (), deadline: float 
             continue
 
 
-def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
-    chunks, missing = [], size
-    while missing:
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytearray:
+    """`size` bytes from `fd`, read straight into one buffer (no chunks joined: a blob of N bytes
+    costs N bytes here, not 2N)."""
+    buffer = bytearray(size)
+    view, done = memoryview(buffer), 0
+    while done < size:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -60,16 +67,18 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 raise FrameTimeout("timed out")
-        chunk = os.read(fd, min(missing, 1 << 20))
-        if not chunk:
-            raise FrameError("the pipe was closed mid-frame" if chunks or missing != size else "the pipe was closed")
-        chunks.append(chunk)
-        missing -= len(chunk)
-    return b"".join(chunks)
+        got = os.readv(fd, [view[done:done + (1 << 20)]])
+        if not got:
+            raise PipeClosed("the pipe was closed mid-frame" if done else "the pipe was closed")
+        done += got
+    return buffer
 
 
-def read_frame(fd: int, deadline: float | None = None) -> tuple[dict, list[bytes]]:
-    """One frame from the pipe `fd`: (header, blobs). `deadline` is a time.monotonic() value.
+def read_frame(fd: int, deadline: float | None = None, max_header: int = MAX_HEADER_BYTES,
+               max_blobs: int = MAX_BLOB_BYTES) -> tuple[dict, list[bytearray]]:
+    """One frame from the pipe `fd`: (header, blobs). `deadline` is a time.monotonic() value; the
+    header may hold `max_header` bytes and the blobs `max_blobs` together. Each blob is a bytearray
+    of its own, which a decoder may take over without copying it.
 
     Raises:
         FrameTimeout: the deadline passed first.
@@ -77,10 +86,10 @@ def read_frame(fd: int, deadline: float | None = None) -> tuple[dict, list[bytes
     """
     prefix = _read_exactly(fd, 8, deadline)
     if prefix[:4] != MAGIC:
-        raise FrameError(f"not a frame (starts with {prefix[:4]!r})")
+        raise FrameError(f"not a frame (starts with {bytes(prefix[:4])!r})")
     (length,) = struct.unpack(">I", prefix[4:])
-    if length > MAX_HEADER_BYTES:
-        raise FrameError(f"a frame header of {length} bytes is over the limit of {MAX_HEADER_BYTES}")
+    if length > max_header:
+        raise FrameError(f"a frame header of {length} bytes is over the limit of {max_header}")
     try:
         header = json.loads(_read_exactly(fd, length, deadline).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
@@ -88,6 +97,6 @@ def read_frame(fd: int, deadline: float | None = None) -> tuple[dict, list[bytes
     sizes = header.get("blobs") if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
         raise FrameError("a frame header without a list of blob sizes")
-    if sum(sizes) > MAX_BLOB_BYTES:
-        raise FrameError(f"a frame of {sum(sizes)} bytes is over the limit of {MAX_BLOB_BYTES}")
+    if sum(sizes) > max_blobs:
+        raise FrameError(f"a frame of {sum(sizes)} bytes is over the limit of {max_blobs}")
     return header, [_read_exactly(fd, size, deadline) for size in sizes]

@@ -4,7 +4,13 @@
       grader/           0700, the grader's own: suites, adapters, the plugin, report and log
       code/             read-only for the worker: worker.py, frames.py, confine.py,
                         the grader's adapters/ and the submission's cs336_basics/
-      worker/           0700, owned by the worker's user: its working folder, the only place it writes
+      worker/           0700, owned by the worker's user: its working folder
+      shared/           0711, root's: one folder per test that both sides use (a test's tmp_path),
+                        each made by the grader when the test starts and then given to the worker's user
+
+Everything root makes for the worker is made in folders the worker cannot change: `worker/` and
+`shared/` before the worker starts, each test's folder inside `shared/` (see `make_shared_folder`),
+so no link the worker plants can turn root's mkdir or chown onto another path.
 
 As root, the worker runs as a user of its own (a high uid no account uses, new for every grade),
 so it can read `code/` and the Python environment, and nothing of the grader's.
@@ -15,8 +21,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import secrets
 import shutil
+import stat
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,6 +54,8 @@ class SandboxOptions:
     separate_user: bool = True
     namespaces: bool = True
     landlock: bool = True
+    seccomp: bool = True
+    tmpfs: bool = True
     threads: int = 1
     startup_timeout_s: float = 300.0
     import_timeout_s: float = 120.0
@@ -57,7 +67,43 @@ class Workspace:
     grader: Path
     code: Path
     worker: Path
+    shared: Path
     settings: Path | None  # the sandbox plugin's settings (None when grading in-process)
+
+
+def make_shared_folder(shared: Path, name: str, owner: tuple[int, int] | None) -> Path:
+    """A new folder `shared`/NAME (NAME made of `name`'s safe characters), given to `owner` (uid, gid).
+
+    `shared` is root's and the worker cannot change it; the folder is made and handed over only
+    through file descriptors opened without following links, and what was made is checked (a
+    folder, this process's own) before it is handed over. A link the worker planted anywhere cannot
+    turn this mkdir or chown onto another path.
+
+    Raises:
+        RuntimeError: `shared` or the new folder is not a folder of this process's own.
+        FileExistsError: the name is taken.
+    """
+    entry = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64]
+    base = os.open(shared, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        _expect_own_folder(os.fstat(base), shared)
+        os.mkdir(entry, 0o700, dir_fd=base)
+        folder = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=base)
+    finally:
+        os.close(base)
+    try:
+        _expect_own_folder(os.fstat(folder), shared / entry)
+        if owner is not None:
+            os.fchown(folder, *owner)
+    finally:
+        os.close(folder)
+    return shared / entry
+
+
+def _expect_own_folder(info: os.stat_result, path: Path) -> None:
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise RuntimeError(f"the grader's folder {path} is not a folder of its own (uid {info.st_uid}): "
+                           "refusing to use it")
 
 
 def module_names(package: Path, name: str) -> list[str]:
@@ -92,7 +138,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     With `options` None the layout is the in-process one: `grader/` also holds the package.
     """
     os.chmod(scratch, 0o711)
-    grader, code, worker = scratch / "grader", scratch / "code", scratch / "worker"
+    grader, code, worker, shared = scratch / "grader", scratch / "code", scratch / "worker", scratch / "shared"
     grader.mkdir(mode=0o700)
     for part in suite_parts:
         source = repo / part
@@ -104,7 +150,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         _copy_tree(repo / "staff" / "hidden", staff / "hidden")
     if options is None:
         _copy_tree(package, grader / "cs336_basics")
-        return Workspace(scratch, grader, code, worker, None)
+        return Workspace(scratch, grader, code, worker, shared, None)
     _copy_tree(repo / "staff" / "sandbox", staff / "sandbox")
     code.mkdir()
     for name in WORKER_FILES:
@@ -113,17 +159,19 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     _copy_tree(package, code / "cs336_basics")
     _open_to_others(code)
     worker.mkdir(mode=0o700)
+    shared.mkdir(mode=0o711)
     uid = None
     if options.separate_user and os.geteuid() == 0:
         uid = SANDBOX_UID_BASE + secrets.randbelow(1 << 24)
         os.chown(worker, uid, uid)
     packages = site_packages()
     config = WorkerConfig(
-        code=str(code), folder=str(worker), python=sys.executable, site_packages=packages,
+        code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
         read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders()],
         devices=DEVICES + sorted(glob.glob("/dev/nvidia*")),
         reveal=[sys.base_prefix, *packages, str(code)],
         uid=uid, gid=uid, threads=options.threads, namespaces=options.namespaces, landlock=options.landlock,
+        seccomp=options.seccomp, tmpfs=options.tmpfs,
         limits=options.limits)
     settings = grader / "sandbox.json"
     settings.write_text(json.dumps({
@@ -131,4 +179,4 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         "startup_timeout_s": options.startup_timeout_s, "test_budget_s": options.test_budget_s,
         "import_timeout_s": options.import_timeout_s, "modules": module_names(package, "cs336_basics"),
     }))
-    return Workspace(scratch, grader, code, worker, settings)
+    return Workspace(scratch, grader, code, worker, shared, settings)

@@ -13,7 +13,6 @@ import itertools
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,8 @@ import pytest
 from adapters._route import set_route
 from staff.sandbox import confine
 from staff.sandbox.client import Limits, Worker, WorkerConfig
+from staff.sandbox.layout import make_shared_folder
+from staff.sandbox.quota import DiskQuota
 from staff.sandbox.route import WorkerRoute
 
 PACKAGE = "cs336_basics"
@@ -43,21 +44,36 @@ class Sandbox:
         worker_config["limits"] = Limits(**worker_config["limits"])
         self.config = WorkerConfig(**worker_config)
         self.worker = Worker(self.config, Path(settings["launch_config"]), settings["startup_timeout_s"])
-        self.route = WorkerRoute(self.worker, settings["test_budget_s"])
+        self.disk = self._limit_disk()
+        quota = None if self.disk.startswith(confine.ON) else DiskQuota(
+            [Path(self.config.folder), Path(self.config.shared)], self.config.limits.disk_bytes,
+            self.config.limits.disk_files)
+        self.route = WorkerRoute(self.worker, settings["test_budget_s"], quota)
         self.modules: list[str] = settings["modules"]
         self.import_timeout_s: float = settings["import_timeout_s"]
-        self.shared = Path(self.config.folder) / "tests"
+        self.shared = Path(self.config.shared)
         self.counter = itertools.count()
         self.import_problem: str | None = None
 
+    def _limit_disk(self) -> str:
+        """As root, a tmpfs of bounded size on the worker's folder and on the tests' folders, seen by
+        this process and its children (the worker) only, and gone with them; how that went."""
+        if os.geteuid() != 0 or not self.config.tmpfs:
+            why = "no tmpfs asked for" if os.geteuid() == 0 else "the grader does not run as root"
+            return confine.off(f"{why}: the grader counts what the folders hold after each call")
+        limits = self.config.limits
+        status = confine.disk_quota([(self.config.folder, 0o700, self.config.uid), (self.config.shared, 0o711, None)],
+                                    limits.disk_bytes, limits.disk_files)
+        return status if status.startswith(confine.ON) else \
+            f"{status}; the grader counts what the folders hold after each call"
+
     def shared_folder(self, name: str) -> Path:
         """A new folder both the tests and the worker can use, owned by the worker's user."""
-        self.shared.mkdir(exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix=f"{next(self.counter):04d}-{name[:60]}-", dir=self.shared))
+        owner = None
         if os.geteuid() == 0:
-            for path in (self.shared, folder):
-                os.chown(path, self.worker.uid, self.worker.gid)
-        return folder
+            self.worker.ensure_ready()  # the uid the worker really runs as (root when dropping failed)
+            owner = (self.worker.uid, self.worker.gid)
+        return make_shared_folder(self.shared, f"{next(self.counter):04d}-{name}", owner)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -89,7 +105,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     sandbox.import_problem = sandbox.route.import_check(sandbox.modules, sandbox.import_timeout_s)
     points = session.config.pluginmanager.get_plugin("points")
-    status = dict(sandbox.worker.protections)
+    status = {**sandbox.worker.protections, "disk quota": sandbox.disk}
     if points is not None:
         points.note("protections", status)
         if sandbox.import_problem is not None:
@@ -100,7 +116,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_call(item: pytest.Item) -> None:
     sandbox = item.config.stash.get(_KEY, None)
     if sandbox is not None and sandbox.import_problem is not None:
-        raise ImportError(f"your package could not be imported, so no test ran:\n{sandbox.import_problem}")
+        raise ImportError("your package could not be imported, so no test ran (why is at the top of the results)")
 
 
 @pytest.fixture

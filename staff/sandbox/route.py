@@ -16,12 +16,18 @@ from typing import Any
 
 from adapters import _codec
 from staff.sandbox.client import CallTimedOut, SandboxFailure, Worker, WorkerCrashed
+from staff.sandbox.quota import DiskQuota
 
 MAX_STRIKES = 2  # time-outs or crashes of one adapter before its later calls are not run
+MAX_ECHO_CHARS = 32 << 10  # of what the student's code printed, shown per test
 
 
 class CallSkipped(SandboxFailure):
     """An adapter was not run because it timed out or crashed in earlier tests."""
+
+
+class DiskQuotaExceeded(SandboxFailure):
+    """What the student's code left in its folders is over the grader's disk limit."""
 
 
 class ReplyUnreadable(Exception):
@@ -33,14 +39,16 @@ class WorkerRoute:
 
     runs_here = False
 
-    def __init__(self, worker: Worker, test_budget_s: float) -> None:
-        self.worker, self.test_budget_s = worker, test_budget_s
+    def __init__(self, worker: Worker, test_budget_s: float, quota: DiskQuota | None = None) -> None:
+        self.worker, self.test_budget_s, self.quota = worker, test_budget_s, quota
         self.test, self.seed, self.used_s = "", 0, 0.0
         self.doomed: str | None = None
+        self.echoed = 0  # characters of the worker's output shown in this test
         self.strikes: dict[str, dict[str, str]] = {}  # adapter -> test -> "timed out" or "crashed"
 
     def begin_test(self, nodeid: str, seed: int) -> None:
         self.test, self.seed, self.used_s, self.doomed = nodeid, seed, 0.0, None
+        self.echoed = 0
 
     def call(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         name = function.__name__
@@ -71,6 +79,10 @@ class WorkerRoute:
         finally:
             self.used_s += time.monotonic() - started
             self._echo_output()
+        over = self.quota.exceeded() if self.quota is not None else None
+        if over is not None:
+            self.worker.fresh_child()
+            raise DiskQuotaExceeded(f"{name}: {over}")
         if reply.get("ok") is True:
             try:
                 return _codec.decode(reply.get("value", "null"), reply_blobs)
@@ -92,17 +104,26 @@ class WorkerRoute:
         except CallTimedOut:
             return f"importing your package took longer than {timeout_s:g} s (is there slow work at module level?)"
         except WorkerCrashed as crash:
-            return f"the process importing your package {crash}\n{self.worker.log.take()}".strip()
+            return _codec.bounded(f"the process importing your package {crash}\n{self.worker.log.take()}".strip(),
+                                  _codec.MAX_TRACEBACK_CHARS)
         if reply.get("ok") is True:
             return None
         error = reply.get("error")
-        return error[3] if isinstance(error, list) and len(error) == 4 and isinstance(error[3], str) else \
-            "importing your package failed"
+        if not (isinstance(error, list) and len(error) == 4 and isinstance(error[3], str)):
+            return "importing your package failed"
+        return _codec.bounded(_codec.clean_text(error[3]), _codec.MAX_TRACEBACK_CHARS, keep_end=True)
 
     def _echo_output(self) -> None:
         text = self.worker.log.take()
-        if text:
-            sys.stdout.write(f"--- printed by your code ---\n{text}\n---\n")
+        if not text:
+            return
+        room = MAX_ECHO_CHARS - self.echoed
+        if room <= 0:
+            return
+        self.echoed += len(text)
+        if len(text) > room:
+            text = f"{text[:room]}\n[... the rest of what your code printed in this test is not shown ...]"
+        sys.stdout.write(f"--- printed by your code ---\n{text}\n---\n")
 
 
-__all__ = ["CallSkipped", "ReplyUnreadable", "SandboxFailure", "WorkerRoute"]
+__all__ = ["CallSkipped", "DiskQuotaExceeded", "ReplyUnreadable", "SandboxFailure", "WorkerRoute"]

@@ -6,9 +6,9 @@ worker can read but not change, holding this file, frames.py, confine.py, the gr
 is the only place it may write. (Were the code writable, a worker could plant code that the next
 launcher, still root, would run.)
 
-The launcher (this process) enters new PID and network namespaces where it can and forks. Its
+The launcher (this process) enters new PID, network and IPC namespaces where it can and forks. Its
 child, the zygote, drops to an unprivileged user (as root), limits its resources, restricts itself
-with Landlock, imports torch and the adapters (never student code), and says hello on the control
+with Landlock and a seccomp filter, imports torch and the adapters (never student code), and says hello on the control
 socket with the protections that took effect. On each "spawn" message, which carries a fresh
 request and response pipe, it kills whatever runs in its namespace, then forks a child that serves
 adapter calls on those pipes until they close. A child that crashes, hangs or is killed costs a
@@ -29,11 +29,16 @@ import sys
 def _confine(config: dict, status: dict[str, str]) -> None:
     import confine
 
+    limits = config["limits"]
+    if os.geteuid() == 0 and config.get("tmpfs", True):
+        status["private /tmp"] = confine.private_shared_folders(
+            limits["disk_bytes"], limits["disk_files"],
+            [config["code"], config["folder"], config["shared"], *config["read_only"], *config["devices"]])
     if os.geteuid() == 0:
         if config["uid"] is None:
             status["separate user"] = confine.off("not asked for")
         else:
-            opened = confine.reveal(config["reveal"], [config["folder"]])
+            opened = confine.reveal(config["reveal"], [config["folder"], config["shared"]])
             status["separate user"] = confine.drop_user(config["uid"], config["gid"]) if opened == confine.ON \
                 else confine.off(f"the Python environment is not reachable by another user ({opened[5:]})")
         if status["separate user"] != confine.ON:
@@ -42,14 +47,16 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     else:
         status["separate user"] = confine.off("the grader does not run as root")
     status["dies with the grader"] = confine.die_with_parent()  # changing user cleared the earlier one
-    limits = config["limits"]
     status["resource limits"] = confine.set_limits(limits["memory_bytes"], limits["cpu_seconds"],
                                                    limits["file_bytes"], limits["processes"], limits["open_files"])
     status["no new privileges"] = confine.no_new_privileges()
     if config["landlock"]:
-        restricted = confine.landlock([config["code"], *config["read_only"]], [config["folder"]], config["devices"])
+        restricted = confine.landlock([config["code"], *config["read_only"]], [config["folder"], config["shared"]],
+                                     config["devices"])
         status.update({"file access": restricted["files"], "signals out": restricted["signals"],
                        "tcp": restricted["tcp"]})
+    if config.get("seccomp", True):
+        status["system calls"] = confine.deny_syscalls()
 
 
 def _parent_alive(watch: int) -> bool:
@@ -202,8 +209,10 @@ def serve(requests: int, responses: int) -> None:
         except BaseException as error:  # noqa: BLE001 - every failure of student code goes back as data
             reply_blobs = []
             described = _codec.describe_error(error, with_traceback=False)
+            described.traceback = _student_traceback(error)
+            described = _codec.bounded_error(described)  # the grader bounds it too; this keeps the frame small
             reply.update(ok=False, error=[described.type_name, described.builtin, described.message,
-                                          _student_traceback(error)])
+                                          described.traceback])
         write_frame(responses, reply, reply_blobs)
 
 

@@ -4,7 +4,7 @@ behind the sandbox, as `staff grade --batch` grades them."""
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import json
 import os
 import shutil
@@ -17,10 +17,13 @@ from staff import samples
 from staff.batch import grade_batch
 from staff.grade import grade
 from staff.redteam.corpus import Case, build, load_cases
+from staff.redteam.planted import planted_sources
+from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
 
 TEST_BUDGET_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
 IMPORT_TIMEOUT_S = 20.0
+DISK_BYTES = 256 << 20  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
 BATCH_TIMEOUT_S = 1800  # pytest-timeout for the tests that wait for the batch
 
 
@@ -61,10 +64,20 @@ def graded(tmp_path_factory) -> Graded:
         upload = build(case, work / case.name)
         shutil.move(upload, folder / upload.name)
         cases[upload.name.removesuffix(".zip")] = case
-    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1)
-    grader = functools.partial(grade, sandbox=options, progress=False)
+    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1,
+                             limits=Limits(disk_bytes=DISK_BYTES))
+
+    def grader(path: Path):
+        """Each case with the protections it names turned off, and its own visibility of the hidden tests."""
+        case = cases.get(path.name.removesuffix(".zip"))
+        off = case.off if case is not None else ()
+        confined = dataclasses.replace(options, **{name: False for name in off})
+        visibility = {"hidden_visibility": case.hidden_visibility} if case and case.hidden_visibility else {}
+        return grade(path, sandbox=confined, progress=False, **visibility)
+
     out = tmp_path_factory.mktemp("grades")
     for marker in {c.marker for c in cases.values() if c.marker}:
         Path(marker).unlink(missing_ok=True)
-    grade_batch(folder, out, grader, jobs=2, progress=False)
+    with planted_sources():  # what an earlier grade might have left, for the cases that look for it
+        grade_batch(folder, out, grader, jobs=2, progress=False)
     return Graded(out, cases)

@@ -129,8 +129,8 @@ def test_the_worker_gets_the_gpu_variables_and_nothing_else_of_the_graders_envir
     # need LD_LIBRARY_PATH), and one that inherits the grader's secrets.
     from staff.sandbox.client import WorkerConfig, worker_environment
 
-    config = WorkerConfig(code="/c", folder="/w", python="python", site_packages=[], read_only=[], devices=[],
-                          reveal=[], uid=None, gid=None)
+    config = WorkerConfig(code="/c", folder="/w", shared="/s", python="python", site_packages=[], read_only=[],
+                          devices=[], reveal=[], uid=None, gid=None)
     env = worker_environment(config, {"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64", "CUDA_VISIBLE_DEVICES": "0",
                                       "GRADER_TOKEN": "secret", "PYTHONPATH": "/grader"})
     assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64" and env["CUDA_VISIBLE_DEVICES"] == "0"

@@ -7,6 +7,7 @@ gets full marks."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ import pytest
 from staff.gradescope import validate_results
 from staff.redteam.corpus import judge, load_cases
 from staff.release.leaks import squeeze
+from staff.sandbox.layout import SANDBOX_UID_BASE
+from staff.sandbox.leftovers import leftovers
 from staff.tests.conftest import BATCH_TIMEOUT_S
 from staff.tests.processes import running_commands
 
@@ -58,6 +61,21 @@ def test_each_case_gets_the_score_it_must_get(graded, name):
     if case.survivors:
         left = [c for c in running_commands() if c.startswith(case.survivors)]
         assert not left, f"processes outlived the grade: {left[:3]}"
+    shown = (graded.out / name / "results.json").read_text(encoding="utf-8")
+    for path in (sys.prefix, str(Path(__file__).resolve().parents[2]), "/staff-grade-"):
+        assert path not in shown, f"the grading machine's path {path} is in the results"
+    if case.memory_budget_mib is not None:
+        peak, floor = (graded.results(key)["extra_data"]["memory_bytes"]["test process peak RSS"]
+                       for key in (name, "reference"))
+        assert peak <= floor + (case.memory_budget_mib << 20), \
+            f"the test process peaked at {peak / 2**20:.0f} MiB, {(peak - floor) / 2**20:.0f} MiB over the reference's"
+
+
+def test_nothing_of_a_worker_user_remains_after_the_batch(graded):
+    if os.geteuid() != 0:
+        pytest.skip("the worker runs as a user of its own only where the grader is root")
+    left = leftovers(lambda uid: SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + (1 << 24))
+    assert not left, f"left behind by workers: {left[:5]}"
 
 
 def test_the_reference_graded_beside_them_keeps_full_marks(graded):

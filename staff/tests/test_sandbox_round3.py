@@ -1,0 +1,271 @@
+"""The sandbox's third round, piece by piece and without grading anything: what crosses from the
+worker is bounded and valid before it is kept, root makes the tests' folders without following
+links, the seccomp filter refuses what it says, leftovers of a worker's user are removed, the disk
+quota is counted, results.json stays small and free of machine paths, and grades.csv is safe to
+open in a spreadsheet. Each test names the mistake it catches."""
+
+from __future__ import annotations
+
+import csv
+import ctypes
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from adapters import _codec
+from staff.batch import Row, Submission, spreadsheet_safe, write_csv
+from staff.grade import scrub, share_output
+from staff.sandbox import confine
+from staff.sandbox.frames import MAGIC, FrameError, PipeClosed, read_frame, write_frame
+from staff.sandbox.layout import make_shared_folder
+from staff.sandbox.leftovers import ipc_objects, remove_leftovers
+from staff.sandbox.quota import DiskQuota
+from tests.checks import write_new_file
+from tests.grading import GradedTest, failure_text
+
+LINUX_ROOT = sys.platform == "linux" and os.geteuid() == 0
+
+
+# -- what crosses from the worker -------------------------------------------------------------------
+
+
+def test_lone_surrogates_are_replaced_when_decoded():
+    # Mistake: keeping the worker's strings as JSON gave them; a lone surrogate then crashes every
+    # UTF-8 writer after it (results.json's printer, grades.csv).
+    value = _codec.decode(json.dumps(["ok \ud800", {"{": [["k\udfff", "v\ud83d"]]}]), [])
+    for text in (value[0], *value[1].keys(), *value[1].values()):
+        text.encode("utf-8")  # raises on a lone surrogate
+    assert value[0] == "ok \ufffd"
+
+
+def test_an_error_from_the_worker_is_bounded_and_keeps_its_innermost_frames():
+    # Mistake: rebuilding the worker's exception whole (a 64 MiB message kept by pytest per test).
+    error = _codec.as_exception(_codec.RemoteError("Boom", "ValueError", "x" * 10**6 + "\ud800",
+                                                   "outer\n" * 10**5 + "innermost frame"))
+    assert isinstance(error, ValueError)
+    assert len(str(error)) < _codec.MAX_MESSAGE_CHARS + 200 and "more characters not shown" in str(error)
+    note = error.__notes__[0]
+    assert len(note) < _codec.MAX_TRACEBACK_CHARS + 200 and note.endswith("innermost frame")
+
+
+def test_a_tensor_claiming_far_more_than_its_storage_is_refused():
+    # Mistake: trusting shape and strides against the storage's end only: a stride-0 view of 10**8
+    # elements over 4 bytes passes that check, and a test's .tolist() then costs gigabytes.
+    header = json.dumps({"T": [0, "float32", [10**8], [0], 0, False, "cpu"]})
+    with pytest.raises(_codec.CodecError, match="stride-0 or overlapping view"):
+        _codec.decode(header, [bytearray(4)])
+
+
+def test_a_small_broadcast_view_still_crosses():
+    # The bound must not refuse what students honestly return: expand() views of modest size.
+    x = torch.arange(4.0).expand(1000, 4)
+    got = _codec.copy(x)
+    assert got.stride() == (0, 1) and torch.equal(got, x)
+
+
+def test_blobs_read_into_bytearrays_are_used_in_place():
+    # Mistake: copying each blob again while decoding (three copies of a reply at once).
+    blob = bytearray(torch.arange(4, dtype=torch.int32).numpy().tobytes())
+    tensor = _codec.decode(json.dumps({"T": [0, "int32", [4], [1], 0, False, "cpu"]}), [blob])
+    blob[0:4] = (7).to_bytes(4, "little")
+    assert tensor[0].item() == 7
+
+
+def test_read_frame_refuses_a_header_or_blobs_past_its_limits():
+    read, write = os.pipe()
+    try:
+        write_frame(write, {"x": "y" * 1000}, [b"z" * 100])
+        with pytest.raises(FrameError, match="header of .* over the limit"):
+            read_frame(read, max_header=100)
+    finally:
+        os.close(read)
+        os.close(write)
+    read, write = os.pipe()
+    try:
+        write_frame(write, {}, [b"z" * 5000])
+        with pytest.raises(FrameError, match="over the limit of 4096"):
+            read_frame(read, max_blobs=4096)
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_a_closed_pipe_is_told_apart_from_a_bad_frame():
+    # The grader blames a closed pipe on how the child ended, and a bad frame on what it sent.
+    read, write = os.pipe()
+    os.write(write, MAGIC[:2])
+    os.close(write)
+    with pytest.raises(PipeClosed):
+        read_frame(read)
+    os.close(read)
+
+
+def test_hiding_expected_values_is_linear_and_still_hides_them():
+    # Mistake: `^(\s*expected:)` with re.MULTILINE lets \s run across lines: quadratic on a message
+    # of whitespace lines. The pattern must not let a line's match span other lines.
+    message = "the sum of x\n  expected: 42\n  got: 7\n" + " \n" * 50_000
+    test = GradedTest("t", "t", "1.1", 1, 1.0, False, hidden=True, visibility="hidden")
+    text = failure_text(AssertionError(message), test, [])
+    assert "42" not in text and "expected: (not shown for this test)" in text and "got: 7" in text
+    assert "\\s" not in __import__("tests.grading", fromlist=["_EXPECTED_LINE"])._EXPECTED_LINE.pattern
+
+
+# -- the grade's own text ---------------------------------------------------------------------------
+
+
+def test_outputs_share_a_budget_and_short_ones_stay_whole():
+    tests = [GradedTest(f"t{i}", f"t{i}", f"1.{i}", 1, 1.0, False, output="short") for i in range(10)]
+    tests += [GradedTest("long", "long", "1.99", 1, 1.0, False, output="\ufffd" * 100_000)]
+    share_output(tests, budget=20_000)
+    assert all(t.output == "short" for t in tests[:10])
+    assert len(json.dumps(tests[-1].output)) <= 20_000 and "output cut here" in tests[-1].output
+
+
+def test_scrub_removes_machine_paths_and_terminal_escapes():
+    paths = [("/srv/grader/code/", ""), ("/srv/grader", "<grading folder>"), (sys.prefix, "<python>")]
+    text = scrub(f"File /srv/grader/code/cs336_basics/x.py \x1b[2J {sys.prefix}/lib/x.py \ud800 /srv/grader/w", paths)
+    assert "/srv" not in text and sys.prefix not in text and "\x1b" not in text
+    text.encode("utf-8")
+
+
+@pytest.mark.parametrize("cell", ["=HYPERLINK(\"http://x\",\"y\")", "+1", "-1+2", "@SUM(A1)", "\tx", "\rx"])
+def test_a_spreadsheet_formula_in_a_name_is_written_as_text(tmp_path, cell):
+    # Mistake: writing names from a Gradescope export raw (OWASP's CSV injection).
+    submission = Submission(key="s1", path=tmp_path, student_id=cell, name=cell, email="a@b.c")
+    write_csv([Row(submission, {(1, "public"): 1.0}, {(1, "public"): 1.0}, [], 1.0, cell)], tmp_path / "g.csv")
+    rows = list(csv.reader((tmp_path / "g.csv").open(encoding="utf-8", newline="")))
+    header, row = rows[0], rows[1]
+    for column in ("student_id", "name", "error"):
+        assert row[header.index(column)] == "'" + cell
+    assert spreadsheet_safe("Ada \ud800") == "Ada \ufffd" and spreadsheet_safe("Ada") == "Ada"
+
+
+# -- folders, disk, leftovers, system calls --------------------------------------------------------
+
+
+def test_the_tests_folders_are_made_without_following_links(tmp_path):
+    # Mistake: mkdir and chown by path inside a folder the worker controls: a link planted there
+    # turns them onto the grader's own folder.
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o711)
+    made = make_shared_folder(shared, "0001-test_x[a/b]", None)
+    assert made.parent == shared and made.is_dir() and not made.is_symlink()
+    os.symlink(tmp_path, shared / "0002-planted")
+    with pytest.raises(FileExistsError):
+        make_shared_folder(shared, "0002-planted", None)
+    linked = tmp_path / "linked"
+    os.symlink(shared, linked)
+    with pytest.raises(OSError):  # O_NOFOLLOW: the folder itself may not be a link
+        make_shared_folder(linked, "0003-x", None)
+
+
+@pytest.mark.skipif(not LINUX_ROOT, reason="handing a folder to another user needs root on Linux")
+def test_the_tests_folder_goes_to_the_worker_and_a_foreign_base_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o711)
+    made = make_shared_folder(shared, "0001-x", (1_800_000_123, 1_800_000_123))
+    assert (made.stat().st_uid, made.stat().st_gid) == (1_800_000_123, 1_800_000_123)
+    os.chown(shared, 1_800_000_123, 1_800_000_123)  # as if the worker owned it
+    with pytest.raises(RuntimeError, match="not a folder of its own"):
+        make_shared_folder(shared, "0002-x", None)
+
+
+def test_a_test_writes_into_a_students_folder_only_as_a_new_file(tmp_path):
+    # Mistake: path.write_bytes() after a student call follows a link the student left at that name,
+    # and root writes the test's bytes wherever it points.
+    target = tmp_path / "grader-file"
+    target.write_text("mine")
+    os.symlink(target, tmp_path / "bad.pt")
+    with pytest.raises(FileExistsError):
+        write_new_file(tmp_path / "bad.pt", b"test bytes")
+    assert target.read_text() == "mine"
+    assert Path(write_new_file(tmp_path / "new.pt", b"x")).read_bytes() == b"x"
+
+
+def test_the_counted_disk_quota_sees_bytes_and_files_and_not_holes(tmp_path):
+    quota = DiskQuota([tmp_path], max_bytes=1 << 20, max_files=50)
+    with open(tmp_path / "sparse.bin", "wb") as handle:
+        handle.truncate(1 << 30)  # a sparse file takes no disk
+    assert quota.exceeded() is None
+    (tmp_path / "big.bin").write_bytes(b"x" * (2 << 20))
+    assert "disk limit" in quota.exceeded() and not any(tmp_path.iterdir())
+    for i in range(60):
+        (tmp_path / f"{i}").touch()
+    assert "60 files" in quota.exceeded() or "51 files" in quota.exceeded()
+
+
+_PROBE = r"""
+import ctypes, json, socket, sys
+sys.path.insert(0, sys.argv[1])
+import confine
+status = confine.deny_syscalls()
+libc = ctypes.CDLL(None, use_errno=True)
+found = {"status": status}
+for name, family in (("inet", socket.AF_INET), ("inet6", socket.AF_INET6), ("unix", socket.AF_UNIX)):
+    try:
+        socket.socket(family, socket.SOCK_DGRAM).close()
+        found[name] = "opened"
+    except OSError as error:
+        found[name] = error.errno
+segment, queue = libc.shmget(0, 4096, 0o1600), libc.msgget(0, 0o1600)
+found["shmget"], found["msgget"] = segment >= 0, queue >= 0
+if segment >= 0:
+    libc.shmctl(segment, 0, None)  # IPC_RMID: a broken filter leaves nothing behind
+if queue >= 0:
+    libc.msgctl(queue, 0, None)
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.uname().machine not in ("x86_64", "aarch64"),
+                    reason="the filter is written for Linux on x86_64 and aarch64")
+def test_the_seccomp_filter_refuses_internet_sockets_and_system_v_ipc():
+    # Mistakes: a filter that checks the number but not the architecture, or not the family (all
+    # sockets refused: the worker's own pipes and unix sockets must still work).
+    folder = Path(confine.__file__).parent
+    done = subprocess.run([sys.executable, "-I", "-c", _PROBE, str(folder)], capture_output=True, text=True,
+                          check=True)
+    found = json.loads(done.stdout)
+    assert found["status"].startswith("on")
+    assert (found["inet"], found["inet6"], found["unix"]) == (1, 1, "opened")  # EPERM, EPERM
+    assert not found["shmget"] and not found["msgget"]
+
+
+def test_the_seccomp_program_checks_the_architecture_first():
+    program = confine.seccomp_program("x86_64")
+    assert program[0] == (0x20, 0, 0, 4) and program[1][3] == 0xC000003E  # load arch, compare
+    assert any(k == 0x40000000 for _, _, _, k in program)  # x32 system calls refused too
+
+
+@pytest.mark.skipif(not LINUX_ROOT, reason="a user of its own needs root on Linux")
+def test_what_a_worker_user_leaves_is_removed(tmp_path):
+    # Mistake: ending the worker's processes but not what outlives them: System V objects (outside
+    # Landlock and the address-space limit) and files in /tmp and /dev/shm.
+    uid = 1_800_000_321
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.shmget(0, 1 << 20, 0o1666)
+            libc.msgget(0, 0o1666)
+            libc.semget(0, 2, 0o1666)
+            for folder in ("/tmp", "/dev/shm"):
+                with open(f"{folder}/left-by-{uid}", "w") as handle:
+                    handle.write("x")
+                os.makedirs(f"{folder}/left-folder-{uid}/inner", exist_ok=True)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    def owned(owner: int) -> bool:
+        return owner == uid
+
+    assert len(ipc_objects(owned)) == 3
+    assert remove_leftovers(uid) == []
+    assert ipc_objects(owned) == [] and not Path(f"/tmp/left-by-{uid}").exists()
