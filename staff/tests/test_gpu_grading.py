@@ -89,6 +89,20 @@ def test_a_broken_submission_scores_0_on_the_gpu_part_alone(tmp_path):
     assert result.tests and all(t.needs_cuda for t in result.tests)
 
 
+def test_a_cpu_grade_on_a_machine_that_reports_a_gpu_leaves_the_cuda_tests_out(tmp_path, monkeypatch):
+    # Catches a CPU grade without `-m "not cuda"`: on a GPU machine it would run the cuda tests under
+    # the CPU grade's 8 GiB limit (or, for a submission it cannot load, fail them), and the gradebook
+    # would count the GPU part's points in both parts. The machine reports a GPU here by script.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    (tmp_path / "cs336_basics").mkdir()
+    (tmp_path / "cs336_basics" / "__init__.py").write_text("this is not python\n")
+    broken = grade(tmp_path, in_process=True, progress=False, hidden=False)
+    assert broken.tests and not [t.name for t in broken.tests if t.needs_cuda]
+    ran = grade(REPO_ROOT, in_process=True, progress=False, hidden=False, problems={1})
+    assert ran.tests and not [t.name for t in ran.tests if t.needs_cuda]
+    assert all(t.status == "passed" for t in ran.tests)
+
+
 def report_command(out, *submission) -> list[str]:
     return [sys.executable, "-m", "staff.cli", "gpu-report", *map(str, submission), "--device", "cpu", "--sizes", "32",
             "64", "--dtypes", "float32", "--warmup", "1", "--repeats", "2", "--out", str(out)]
