@@ -69,6 +69,19 @@ def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_p
     assert memory_limit() == DEFAULT_MEMORY_GIB * 2**30
 
 
+def test_validate_gpu_grades_without_the_address_space_limit(monkeypatch):
+    # Catches `staff validate --gpu` confining each implementation as a CPU grade does: under the 8 GiB
+    # limit the worker cannot start CUDA, and every wheat would lose Problems 1, 4, 8, 9 and 11.
+    from staff.validate import run
+
+    seen = []
+    monkeypatch.setattr(run, "_grade", lambda key, kind, problem, problems, build_into, options, gpu:
+                        seen.append((options.limits.memory_bytes, gpu)) or run.Outcome(key, kind, problem))
+    run.validate([], jobs=1, progress=False, gpu=True)
+    run.validate([], jobs=1, progress=False, gpu=False)
+    assert seen == [(None, True), (DEFAULT_MEMORY_GIB * 2**30, False)]
+
+
 def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
     # Catches a GPU grade that runs the CPU tests again (their points would count twice) or the hidden suite.
     result = grade(REPO_ROOT, in_process=True, progress=False, gpu=True)
