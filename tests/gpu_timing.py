@@ -23,6 +23,7 @@ from typing import Protocol
 
 import torch
 
+from adapters._tf32 import float32_matmuls
 from tests.grading import GPU_SKIP_PREFIX
 
 # A student's median matmul time and the harness's agree within this factor either way (§4.6).
@@ -164,7 +165,8 @@ def matmul_operands(m: int, k: int, n: int, dtype: torch.dtype, device: str | to
 def matmul_seconds(m: int, k: int, n: int, dtype: torch.dtype, device: str = "cuda", warmup: int = 5,
                    repeats: int = 20, rotate: int = 3, clock: Clock | None = None) -> float:
     """The harness's median seconds of one (m, k) @ (k, n) matmul in `dtype` on `device`: CUDA
-    events on a GPU (a host clock after a synchronize on the CPU), `rotate` input sets in turn."""
+    events on a GPU (a host clock after a synchronize on the CPU), `rotate` input sets in turn, TF32
+    off (adapters/_tf32.py: a TF32 that cannot be turned off raises RuntimeError)."""
     on_cuda = torch.device(device).type == "cuda"
     if clock is None:
         clock = CudaEventClock(device) if on_cuda else PerfCounterClock()
@@ -174,14 +176,10 @@ def matmul_seconds(m: int, k: int, n: int, dtype: torch.dtype, device: str = "cu
     def run(a: torch.Tensor, b: torch.Tensor) -> None:
         torch.matmul(a, b, out=out)  # into one buffer: the allocator is not timed either
 
-    tf32 = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32 math, as in the student's call
-    try:
+    with float32_matmuls():  # the same math as the student's call, which the adapter runs the same way
         if on_cuda:
             torch.cuda.synchronize(device)
         return median(time_calls(run, operands, clock, warmup, repeats))
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 def judge_timer(student_seconds: float, harness_seconds: float, flops: float, peak_flop_per_sec: float | None,
