@@ -13,6 +13,7 @@ from adapters import flops as A
 from adapters._instrument import FlopCounterMode
 from tests import gpu_timing as H
 from tests.checks import VALID_FIRST, check_close, check_equal, check_raises, explain
+from tests.gpu_figures import record_figure
 
 pytestmark = pytest.mark.problem(4)
 SEE = "handout/04_flops.md"
@@ -190,7 +191,7 @@ def gpu_call(size: int, dtype: str, promised: float | None = None) -> tuple[dict
 @pytest.mark.cuda
 @pytest.mark.points(2)
 @pytest.mark.parametrize("size, dtype", GPU_PRODUCTS)
-def test_time_matmul_on_gpu_agrees_with_cuda_events(size, dtype):
+def test_time_matmul_on_gpu_agrees_with_cuda_events(size, dtype, record_property):
     # A timer that does not synchronize reports the launch (microseconds): above the device's peak.
     # One that times its warm-ups, or the total of the trials, reports a multiple of the real time
     # (3x with these counts). Best of two tries: a moment's load on a shared GPU must not fail a
@@ -203,6 +204,8 @@ def test_time_matmul_on_gpu_agrees_with_cuda_events(size, dtype):
         verdict = H.judge_timer(got["seconds"], harness, 2 * size**3, peak)
         if verdict is None:
             break
+    record_figure(record_property, "time_matmul's seconds / the harness's", got["seconds"] / harness,
+                  1 / H.TIMER_TOLERANCE, H.TIMER_TOLERANCE, f"harness {harness * 1e3:.3f} ms")
     assert verdict is None, explain(
         f"seconds: the median time of one matmul, within {H.TIMER_TOLERANCE:g}x of the tests' own timing",
         inputs=inputs, expected=f"about {harness:.6f} s (CUDA events after warm-up, rotated inputs, median; TF32 off)",
@@ -211,7 +214,7 @@ def test_time_matmul_on_gpu_agrees_with_cuda_events(size, dtype):
 
 @pytest.mark.cuda
 @pytest.mark.points(1)
-def test_bf16_matmul_mfu_on_gpu_is_plausible():
+def test_bf16_matmul_mfu_on_gpu_is_plausible(record_property):
     name = torch.cuda.get_device_name()
     H.peak_or_skip(name, torch.bfloat16)
     got, inputs = gpu_call(8192, "bfloat16")
@@ -219,6 +222,8 @@ def test_bf16_matmul_mfu_on_gpu_is_plausible():
     check_close(got["mfu"], got["flop_per_sec"] / promised, rel=1e-6, see=f"{SEE} §4.5", inputs=inputs,
                 what=f"mfu: flop_per_sec / promised_flop_per_sec({name!r}, torch.bfloat16)")
     low, high = H.MFU_BAND
+    record_figure(record_property, "MFU of 8192^3 bf16", got["mfu"], low, high,
+                  f"{got['flop_per_sec'] / 1e12:.0f} TFLOP/s against {promised / 1e12:.1f} promised")
     assert low <= got["mfu"] <= high, explain(
         "MFU of a large bfloat16 matmul: above 1 means the clock stopped early (no synchronize); far below, "
         "that more than the matmul was timed", inputs=inputs, expected=f"between {low} and {high}", got=got["mfu"],
@@ -227,13 +232,15 @@ def test_bf16_matmul_mfu_on_gpu_is_plausible():
 
 @pytest.mark.cuda
 @pytest.mark.points(1)
-def test_bf16_matmul_beats_float32_on_gpu():
+def test_bf16_matmul_beats_float32_on_gpu(record_property):
     # Tensor cores: with TF32 off (the adapter turns it off), float32 matmuls run without them. The
     # 4x bound is reasoned from the known devices' figures, so an unknown device skips.
     name = torch.cuda.get_device_name()
     bf16, inputs = gpu_call(4096, "bfloat16", H.peak_or_skip(name, torch.bfloat16))
     fp32, _ = gpu_call(4096, "float32", H.peak_or_skip(name, torch.float32))
     ratio = bf16["flop_per_sec"] / fp32["flop_per_sec"]
+    record_figure(record_property, "bf16 FLOP/s / fp32 FLOP/s at 4096^3", ratio, H.BF16_OVER_FP32, None,
+                  f"{bf16['flop_per_sec'] / 1e12:.0f} against {fp32['flop_per_sec'] / 1e12:.1f} TFLOP/s")
     assert ratio >= H.BF16_OVER_FP32, explain(
         "FLOP/s of bfloat16 over float32 for the same 4096^3 matmul, TF32 off", inputs=inputs.replace(
             "torch.bfloat16", "torch.bfloat16 and torch.float32"), expected=f">= {H.BF16_OVER_FP32:g}",
