@@ -5,6 +5,7 @@ from __future__ import annotations
 from adapters._convert import to_dtype
 from adapters._instrument import ScriptedMatmuls
 from adapters._route import routed
+from adapters._tf32 import float32_matmuls
 
 
 def _flops_dict(flops) -> dict[str, int]:
@@ -84,13 +85,14 @@ def run_time_matmul(
     promised: float | None = None,
     matmul_delays: list[float] | None = None,
 ) -> dict[str, float | int | None]:
-    """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul; "matmuls": how many
+    """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul, with TF32 off for the
+    call (float32 means float32 math, as in the tests' harness; handout §4.6); "matmuls": how many
     matrix multiplies the call ran, "matmul_dtypes": the sorted dtype names they ran in, and
     "matmul_seconds": how long each matmul really took. With `matmul_delays`, the i-th matmul also sleeps
     matmul_delays[i] seconds, so the test knows what a correct timer must report."""
     from cs336_basics import flops
 
-    with ScriptedMatmuls(matmul_delays) as script:
+    with float32_matmuls(), ScriptedMatmuls(matmul_delays) as script:
         timing = flops.time_matmul(m, k, n, to_dtype(dtype), device, num_warmup, num_trials, promised)
     return {
         "seconds": float(timing.seconds),

@@ -417,6 +417,35 @@ def _add_gpu_report(commands) -> None:
     report.set_defaults(run=_gpu_report)
 
 
+def _gpu_check(args: argparse.Namespace) -> int:
+    from staff.gpu_check import main_check
+    from staff.grade import REPO_ROOT
+
+    if _no_gpu("gpu-check", "; run it first on the GPU machine (an H100 or H200); nothing was written"):
+        return 2
+    return main_check(args, REPO_ROOT)
+
+
+def _add_gpu_check(commands) -> None:
+    from staff.gpu_check import REPORT_NAME
+
+    check = commands.add_parser(
+        "gpu-check",
+        help="on a GPU machine, first: the cuda tests on the reference, validate --gpu and gpu-report, in one "
+        "Markdown report",
+        description="Run the cuda tests on the reference (each test's figure against its bound, and the margin), "
+        "`staff validate --gpu` (stubs, wheat and GPU chaff behind the sandbox) and `staff gpu-report` on the "
+        f"reference, and write OUT/{REPORT_NAME} (device, driver, torch, then one section per step) for the "
+        "README's GPU part. Exits 0 when every cuda test passed and every implementation behaved as it must, 1 "
+        "otherwise; without a CUDA GPU it stops at once with exit 2 and writes nothing.",
+    )
+    check.add_argument("--out", type=Path, default=Path("gpu-check"),
+                       help=f"folder for {REPORT_NAME} and gpu-report/ (default: %(default)s)")
+    check.add_argument("--no-validate", action="store_true", help="skip `staff validate --gpu` (the longest step)")
+    check.add_argument("--no-report", action="store_true", help="skip `staff gpu-report`")
+    check.set_defaults(run=_gpu_check)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="staff", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -427,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_figures(commands)
     _add_bench(commands)
     _add_gpu_report(commands)
+    _add_gpu_check(commands)
     args = parser.parse_args(argv)
     if threading_main():
         signal.signal(signal.SIGTERM, _interrupt)  # a stopped grader ends its test runs and workers too

@@ -242,14 +242,22 @@ def _not_run(test: GradedTest, why: str) -> None:
         test.status, test.output = FAILED, why
 
 
+def marker_expression(gpu: bool) -> str:
+    """pytest's `-m` for a grade: the GPU part is the `cuda` tests alone, and a CPU grade never runs
+    them, even on a machine that has a GPU (they would run under the CPU grade's memory limit, and
+    the gradebook would count them in both parts)."""
+    return "cuda" if gpu else "not cuda"
+
+
 def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | None = None,
-                 gpu: bool = False) -> list[GradedTest]:
-    """The graded tests of the suites in `workspace` (with `gpu`, only those marked `cuda`), without
-    running any (collection never imports student code)."""
+                 gpu: bool | None = None) -> list[GradedTest]:
+    """The graded tests of the suites in `workspace`, without running any (collection never imports
+    student code): every test (`gpu` None), or those a GPU (True) or CPU (False) grade runs."""
     with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
         report = Path(scratch) / "report.jsonl"
         subprocess.run([sys.executable, "-m", "pytest", *_suites(hidden, problems), "--collect-only", "-q",
-                        "--grading-report", str(report), "-p", "no:cacheprovider", *(["-m", "cuda"] if gpu else [])],
+                        "--grading-report", str(report), "-p", "no:cacheprovider",
+                        *([] if gpu is None else ["-m", marker_expression(gpu)])],
                        cwd=workspace,
                        env=_child_env(workspace), capture_output=True, stdin=subprocess.DEVNULL, check=False)
         tests = read_report(report).tests
@@ -300,7 +308,7 @@ def grade(
         progress: show a progress bar of the tests.
         problems: run only these problems' tests (None: every problem's).
         gpu: grade only the GPU part: the public tests marked `cuda` (the hidden suite has none), on
-            this machine's GPU. The CPU grade leaves them out, so the two parts add up.
+            this machine's GPU. A CPU grade deselects them, GPU or not, so the two parts add up.
     """
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {hidden_visibility!r}")
@@ -316,7 +324,7 @@ def grade(
         confined = None if in_process or problem is not None else options
         workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined)
         shutil.rmtree(package)
-        extra = [f"--hidden-visibility={hidden_visibility}"] + (["-m", "cuda"] if gpu else [])
+        extra = [f"--hidden-visibility={hidden_visibility}", "-m", marker_expression(gpu)]
         if in_process:
             if problem is None:
                 problem = import_error(workspace.grader)

@@ -69,6 +69,19 @@ def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_p
     assert memory_limit() == DEFAULT_MEMORY_GIB * 2**30
 
 
+def test_validate_gpu_grades_without_the_address_space_limit(monkeypatch):
+    # Catches `staff validate --gpu` confining each implementation as a CPU grade does: under the 8 GiB
+    # limit the worker cannot start CUDA, and every wheat would lose Problems 1, 4, 8, 9 and 11.
+    from staff.validate import run
+
+    seen = []
+    monkeypatch.setattr(run, "_grade", lambda key, kind, problem, problems, build_into, options, gpu:
+                        seen.append((options.limits.memory_bytes, gpu)) or run.Outcome(key, kind, problem))
+    run.validate([], jobs=1, progress=False, gpu=True)
+    run.validate([], jobs=1, progress=False, gpu=False)
+    assert seen == [(None, True), (DEFAULT_MEMORY_GIB * 2**30, False)]
+
+
 def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
     # Catches a GPU grade that runs the CPU tests again (their points would count twice) or the hidden suite.
     result = grade(REPO_ROOT, in_process=True, progress=False, gpu=True)
@@ -87,6 +100,20 @@ def test_a_broken_submission_scores_0_on_the_gpu_part_alone(tmp_path):
     result = grade(tmp_path, in_process=True, progress=False, gpu=True)
     assert result.output.startswith("Your submission could not be loaded")
     assert result.tests and all(t.needs_cuda for t in result.tests)
+
+
+def test_a_cpu_grade_on_a_machine_that_reports_a_gpu_leaves_the_cuda_tests_out(tmp_path, monkeypatch):
+    # Catches a CPU grade without `-m "not cuda"`: on a GPU machine it would run the cuda tests under
+    # the CPU grade's 8 GiB limit (or, for a submission it cannot load, fail them), and the gradebook
+    # would count the GPU part's points in both parts. The machine reports a GPU here by script.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    (tmp_path / "cs336_basics").mkdir()
+    (tmp_path / "cs336_basics" / "__init__.py").write_text("this is not python\n")
+    broken = grade(tmp_path, in_process=True, progress=False, hidden=False)
+    assert broken.tests and not [t.name for t in broken.tests if t.needs_cuda]
+    ran = grade(REPO_ROOT, in_process=True, progress=False, hidden=False, problems={1})
+    assert ran.tests and not [t.name for t in ran.tests if t.needs_cuda]
+    assert all(t.status == "passed" for t in ran.tests)
 
 
 def report_command(out, *submission) -> list[str]:

@@ -91,10 +91,18 @@ def test_a_timer_below_the_peak_but_far_faster_than_the_harness_is_told_to_synch
     assert verdict and "faster than the harness" in verdict and "synchronize" in verdict
 
 
-def test_a_timer_that_times_its_warm_ups_is_told_so():
-    # Five warm-ups inside the clock, divided over five trials: twice the real time.
-    verdict = H.judge_timer(3.0e-3, 1.5e-3, FLOPS, PEAK)
+def test_a_timer_that_times_its_warm_ups_is_told_so_with_room_to_spare():
+    # The GPU test's own counts: a clock around every warm-up and trial, divided by the trials,
+    # reports (warm-ups + trials) / trials of the real time. Catches counts that put that chaff on
+    # the bound (5 warm-ups, 10 trials: 1.5x, where launch-free back-to-back kernels let it pass
+    # about half the time): it must sit 1.5x past the bound, as the honest timer sits 1.5x inside.
+    real = 1.5e-3
+    reported = real * (H.STUDENT_WARMUP + H.STUDENT_TRIALS) / H.STUDENT_TRIALS
+    verdict = H.judge_timer(reported, real, FLOPS, PEAK)
     assert verdict and "slower than the harness" in verdict and "warm-up" in verdict
+    assert reported / real >= 1.5 * H.TIMER_TOLERANCE, (
+        f"{H.STUDENT_WARMUP} warm-ups over {H.STUDENT_TRIALS} trials: the chaff reports {reported / real:.2f}x, "
+        f"within 1.5x of the {H.TIMER_TOLERANCE}x bound")
 
 
 @pytest.mark.parametrize("student", [1.5e-3, 1.2e-3, 2.1e-3, 1.12e-3])
@@ -124,3 +132,14 @@ def test_an_unknown_device_has_no_row_and_a_skip_reason_the_plugin_scores_0_of_0
 
     assert H.peak_row("NVIDIA L4") is None and H.peak_row("cpu") is None
     assert H.unknown_device_reason("NVIDIA L4").startswith(GPU_SKIP_PREFIX)
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H800", "NVIDIA H20", "NVIDIA L40S"])
+def test_a_timing_test_on_a_device_outside_the_table_skips_as_0_of_0(name):
+    # Catches a timing test that looks the device up and raises (a KeyError, or the reference's
+    # ValueError from its own table): a TA's H800 would fail the student for the machine.
+    from tests.grading import GPU_SKIP_PREFIX
+
+    with pytest.raises(pytest.skip.Exception, match=GPU_SKIP_PREFIX):
+        H.peak_or_skip(name, torch.bfloat16)
+    assert H.peak_or_skip("NVIDIA H100 PCIe", torch.float32) == 51.2e12

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from staff import samples
 from staff.grade import REPO_ROOT, collect_only, grade
+from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
@@ -100,11 +101,18 @@ def gradable(variants: list[Variant], gpu: bool) -> list[Variant]:
             and (v.kind == WHEAT or v.gpu_catches)]
 
 
+def sandbox_options(gpu: bool) -> SandboxOptions:
+    """How validate confines each implementation: as `staff grade` does, with one torch thread; on a
+    GPU with no address-space limit, as `staff grade --gpu` (the CUDA driver maps far more address
+    space than it uses, and cannot start under the CPU grade's limit)."""
+    return SandboxOptions(threads=1, limits=Limits(memory_bytes=None) if gpu else Limits())
+
+
 def validate(variants: list[Variant], jobs: int, options: SandboxOptions | None = None,
              stubs: bool = True, progress: bool = True, gpu: bool = False) -> list[Outcome]:
     """Grade the stubs (on every problem) and each variant (on its problem and its dependents); with
     `gpu`, their GPU part only (pass `gradable(variants, gpu=True)`)."""
-    options = options or SandboxOptions(threads=1)
+    options = options or sandbox_options(gpu)
     depends = dependents()
     with_cuda = gpu_problems() if gpu else set(PROBLEMS)
     work = []

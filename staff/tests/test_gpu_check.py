@@ -1,0 +1,99 @@
+"""`staff gpu-check` without a GPU: it refuses at once and writes nothing; and its report, built
+from a real pytest run of scripted figure-recording tests and from scripted validate rows."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from staff.cli import main
+from staff.gpu_check import CudaTestOutcome, VariantOutcome, all_well, build_markdown, margin, read_junit
+from staff.grade import REPO_ROOT
+
+SCRIPTED_TESTS = '''
+import pytest
+from tests.gpu_figures import record_figure
+
+def test_timer(record_property):
+    record_figure(record_property, "seconds / harness", 1.02, 1 / 1.5, 1.5, "harness 1.374 ms")
+
+def test_memory(record_property):
+    record_figure(record_property, "held / estimate", 1.35, 0.8, 1.25, "peak 108.0 MiB")
+    assert False, "the step held 1.35x your estimate"
+
+def test_unknown_device():
+    pytest.skip("needs a CUDA GPU the tests know: 'NVIDIA H800'")
+
+def test_exact():
+    pass
+'''
+
+FACTS = {"device": "NVIDIA H100 80GB HBM3", "peak row": "H100", "driver": "570.86", "torch": "2.15.0"}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU, so gpu-check runs")
+def test_without_a_gpu_it_stops_at_once_with_exit_2_and_writes_nothing(tmp_path):
+    out = tmp_path / "check"
+    done = subprocess.run([sys.executable, "-m", "staff.cli", "gpu-check", "--out", str(out)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no CUDA GPU" in done.stderr and "nothing was written" in done.stderr
+    assert not out.exists()
+
+
+def test_help_says_what_it_runs(capsys):
+    with pytest.raises(SystemExit) as leaving:
+        main(["gpu-check", "--help"])
+    assert leaving.value.code == 0
+    said = capsys.readouterr().out
+    assert "validate --gpu" in said and "gpu-report" in said and "gpu-check.md" in said
+
+
+@pytest.mark.parametrize("value, low, high, room", [
+    (1.02, 1 / 1.5, 1.5, 1.5 / 1.02), (0.5, 1 / 1.5, 1.5, 0.75), (0.495, 0.30, 1.0, 0.495 / 0.30),
+    (12.0, 4.0, None, 3.0), (3.0, 4.0, None, 0.75), (1.0, None, None, None), (0.0, 0.3, 1.0, None),
+])
+def test_the_margin_is_the_room_to_the_nearer_bound(value, low, high, room):
+    # Catches a margin taken to the farther bound, or one that reads "inside" for a figure outside.
+    assert margin(value, low, high) == (None if room is None else pytest.approx(room))
+
+
+def scripted_run(tmp_path) -> list[CudaTestOutcome]:
+    (tmp_path / "test_scripted.py").write_text(SCRIPTED_TESTS)
+    junit = tmp_path / "out.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "test_scripted.py", "-q", "-p", "no:cacheprovider",
+                    f"--junitxml={junit}", "-o", "junit_family=xunit1"], cwd=tmp_path, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, timeout=120)
+    return read_junit(junit)
+
+
+def test_the_report_shows_each_figure_against_its_bounds_and_each_chaffs_verdict(tmp_path):
+    # Catches a report that drops a test's figure, its margin, a failure's message or an escaped chaff.
+    tests = {t.name: t for t in scripted_run(tmp_path)}
+    assert {n: t.outcome for n, t in tests.items()} == {"test_timer": "passed", "test_memory": "failed",
+                                                         "test_unknown_device": "skipped", "test_exact": "passed"}
+    assert tests["test_memory"].figure["value"] == 1.35 and tests["test_exact"].figure is None
+    variants = [VariantOutcome("stubs", "stubs", True, "0 / 0 points"),
+                VariantOutcome("p04-wheat-x", "wheat", True, "5 / 5 points"),
+                VariantOutcome("p04-chaff-no-synchronize", "chaff", True,
+                               "caught by test_time_matmul_on_gpu_agrees_with_cuda_events"),
+                VariantOutcome("p04-chaff-warm-ups-inside-the-clock", "chaff", False,
+                               "problem 4: no test failed; it keeps all 5 points")]
+    text = build_markdown(FACTS, list(tests.values()), variants, ["device: NVIDIA H100 80GB HBM3"], "2026-11-23")
+    rows = {line.split("|")[1].strip(" `"): line for line in text.splitlines() if line.startswith("| `test_")}
+    assert "1.47x" in rows["test_timer"] and "harness 1.374 ms" in rows["test_timer"]
+    assert "0.93x (OUTSIDE)" in rows["test_memory"] and "held 1.35x your estimate" in rows["test_memory"]
+    assert "skipped" in rows["test_unknown_device"] and "H800" in rows["test_unknown_device"]
+    assert "| p04-chaff-warm-ups-inside-the-clock | chaff | WRONG: problem 4: no test failed" in text
+    assert "- driver: 570.86" in text and "```text\ndevice: NVIDIA H100 80GB HBM3\n```" in text
+    assert not all_well(list(tests.values()), variants)
+    assert all_well([tests["test_timer"]], variants[:3])
+
+
+def test_a_step_without_results_is_a_section_that_says_why():
+    text = build_markdown(FACTS, "pytest wrote no results", "not run (--no-validate)", "not run (--no-report)", "now")
+    assert "pytest wrote no results" in text and "not run (--no-validate)" in text
+    assert not all_well("pytest wrote no results", [])
