@@ -35,6 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     write_json_atomically(failure_results("Grading started but did not finish; please submit again or tell the "
                                           "course staff."), results)
+    from staff.sandbox import memory
+
+    shortage = memory.too_small(memory.limit_bytes())
+    if shortage is not None:  # no test would mean anything: say so to the staff, blame no one
+        print(shortage, file=sys.stderr)
+        write_json_atomically(failure_results(shortage, time.monotonic() - started), results)
+        return 0
     try:
         from staff.grade import grade
         from staff.gradescope import results_json

@@ -117,7 +117,9 @@ def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object
         result = grader(submission.path)
         document = results_json(result)
         error = ""
-        if result.output.startswith("Your submission could not be loaded"):
+        if getattr(result, "grader_failure", None):
+            error = "not graded: the grading machine ran out of memory (raise --memory or the machine's)"
+        elif result.output.startswith("Your submission could not be loaded"):
             reason = [line.strip() for line in result.output.split("\n\n")[0].splitlines()[1:] if line.strip()]
             error = f"could not be loaded: {reason[-1] if reason else 'no reason given'}"
         elif result.output.startswith("The test run stopped early"):

@@ -26,6 +26,7 @@ import torch
 from tqdm import tqdm
 
 from adapters._codec import clean_text
+from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.submission import PACKAGE, SubmissionError, lay_package
 from tests.grading import (
@@ -73,6 +74,7 @@ class Grade:
     seconds: float
     protections: dict[str, str] = field(default_factory=dict)  # what confined the student's code
     memory: dict[str, int] = field(default_factory=dict)  # bytes: what grading cost the grader's processes
+    grader_failure: str | None = None  # set when the grade says nothing of the submission (staff-facing)
 
     @property
     def score(self) -> float:
@@ -156,6 +158,7 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
     # No tracebacks from pytest: the points plugin writes each failure's text itself, far more cheaply.
     command = [sys.executable, "-m", "pytest", *suites, "--grading-report", str(report_path), "-q", "--tb=no",
                "-p", "no:cacheprovider", "--color=no", "--assert=plain", *extra]
+    killed_before = memory.oom_kills()
     with log_path.open("w") as log:
         env = {**_child_env(workspace), "STAFF_GRADER_PID": str(os.getpid())}
         child = subprocess.Popen(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
@@ -180,6 +183,11 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
             _running.discard(child)
     report = read_report(report_path)
     log_text = log_path.read_text(errors="replace")[-4000:]
+    if child.returncode == -signal.SIGKILL and not timed_out and memory.oom_kills() > killed_before:
+        limit = memory.limit_bytes()
+        size = f" ({limit / 2**20:.0f} MiB)" if limit else ""
+        report.notes["grader_out_of_memory"] = f"the test process was killed when the container's memory{size} ran out"
+        return report, log_text
     if not report.tests:
         raise RuntimeError(f"the test suite collected nothing (exit {child.returncode}); its output:\n{log_text}")
     for test in report.tests.values():
@@ -211,6 +219,15 @@ def scrub(text: str, paths: list[tuple[str, str]]) -> str:
     for path, shown in paths:
         text = text.replace(path, shown)
     return _CONTROL.sub("\ufffd", clean_text(text))
+
+
+def out_of_memory_message(what: str) -> str:
+    """The staff-facing summary of a grade that the container's memory limit stopped: `what` happened."""
+    limit = memory.limit_bytes()
+    return (f"This submission was not graded: {what}. The grading container is too small for the grader and the "
+            f"student's code together; this is not your fault, and no test was counted. Course staff: raise the "
+            f"memory in the assignment's Autograder settings (at least {memory.RECOMMENDED_MEMORY_BYTES / 2**30:g} GB"
+            f"{'' if limit is None else f'; it is {limit / 2**20:.0f} MiB now'}) and regrade.")
 
 
 def _json_bytes(text: str) -> int:
@@ -332,14 +349,18 @@ def grade(
         else:
             extra += ["-p", "staff.sandbox.plugin", "--sandbox", str(workspace.settings),
                       f"--timeout={options.test_budget_s + options.startup_timeout_s:g}"]
-        summary, protections, memory = "", {}, {}
+        summary, protections, usage, shortage = "", {}, {}, None
         if problem is None:
             report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
             tests = list(report.tests.values())
             protections = dict(report.notes.get("protections") or {})
             if isinstance(report.notes.get("peak_rss_bytes"), int):
-                memory["test process peak RSS"] = report.notes["peak_rss_bytes"]
-            if "import_error" in report.notes:
+                usage["test process peak RSS"] = report.notes["peak_rss_bytes"]
+            if "grader_out_of_memory" in report.notes:
+                # Nothing of this run speaks about the submission: no test is failed for it.
+                shortage = out_of_memory_message(str(report.notes["grader_out_of_memory"]))
+                tests, summary = [], shortage
+            elif "import_error" in report.notes:
                 summary = f"Your submission could not be loaded, so no test ran:\n{report.notes['import_error']}"
             elif any(t.output.startswith(NEVER_FINISHED) for t in tests):
                 # The log names hidden tests and holds what the submission printed: the staff see it, not the student.
@@ -361,6 +382,9 @@ def grade(
             test.output = truncated(scrub(test.output, paths))
         share_output(tests)
         summary = truncated(scrub(summary, paths), SUMMARY_CHARS)
-    table = "\n".join(format_table(tests, hidden_shown=hidden_visibility == "visible"))
+        peak = memory.peak_bytes()
+        if peak is not None:
+            usage["memory cgroup peak (all it holds, page cache included)"] = peak
+    table = "" if shortage else "\n".join(format_table(tests, hidden_shown=hidden_visibility == "visible"))
     return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
-                 protections=protections, memory=memory)
+                 protections=protections, memory=usage, grader_failure=shortage)

@@ -45,7 +45,13 @@ def _test_entry(test: GradedTest) -> dict:
 
 
 def results_json(grade: Grade, visibility: str = "visible") -> dict:
-    """The results document: total score, summary output and every gradable test's score and output."""
+    """The results document: total score, summary output and every gradable test's score and output.
+    A grade the grader could not make (`grade.grader_failure`) has no tests and says why."""
+    if grade.grader_failure is not None:
+        document = failure_results(grade.output, grade.seconds)
+        document["extra_data"] = {"grader_failure": grade.grader_failure, "protections": grade.protections,
+                                  "memory_bytes": grade.memory}
+        return document
     tests = [t for t in grade.tests if t.status != SKIPPED]
     return {
         "score": sum(t.earned for t in tests),

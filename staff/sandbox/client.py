@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from staff.sandbox import memory
 from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, write_frame
 from staff.sandbox.leftovers import remove_leftovers
 
@@ -49,6 +50,11 @@ class SandboxFailure(BaseException):
 
 class CallTimedOut(SandboxFailure):
     pass
+
+
+class GraderOutOfMemory(SandboxFailure):
+    """The container ran out of memory while the student's code used little of it: the grader's
+    limit, not the student's doing. The grade must not count it against them."""
 
 
 class WorkerCrashed(SandboxFailure):
@@ -164,8 +170,11 @@ class Worker:
         self.log = BoundedLog()
         self.protections: dict[str, str] = {}
         self.uid, self.gid = os.getuid(), os.getgid()  # who the worker runs as, once it said hello
+        self.zygote_kib = 0  # the zygote's peak resident memory at hello (its children start from it)
+        self.child_peak_kib = 0  # the last ended child's peak resident memory
         self.next_id = 0
         self.buffer = b""
+        self.cgroup = memory.memory_cgroup()  # the container's memory cgroup, read on each call
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -231,6 +240,7 @@ class Worker:
             raise WorkerCrashed(f"the grader's worker process could not start:\n{hello.get('error', '')}")
         self.protections = {str(k): str(v) for k, v in dict(hello.get("protections", {})).items()}
         self.uid, self.gid = int(hello.get("uid", os.getuid())), int(hello.get("gid", os.getgid()))
+        self.zygote_kib = int(hello.get("peak_kib", 0) or 0)
         self.ready = True
 
     def fresh_child(self) -> str:
@@ -251,6 +261,8 @@ class Worker:
             os.close(request_read)
             os.close(response_write)
         previous = reply.get("previous")
+        peak = reply.get("previous_peak_kib")
+        self.child_peak_kib = peak if isinstance(peak, int) else 0
         return _status_words(previous) if isinstance(previous, int) else ""
 
     @property
@@ -295,6 +307,20 @@ class Worker:
                 print(f"the grader could not remove what the worker's user {self.config.uid} left: {left[:5]}",
                       file=sys.stderr)
 
+    def _out_of_memory(self) -> SandboxFailure:
+        """What a child killed by the kernel for the container's memory limit means: the student's
+        doing when its memory had grown past STUDENT_MEMORY_SHARE_BYTES over the zygote's, else the
+        container's (too small for the grade)."""
+        grown = max(self.child_peak_kib - self.zygote_kib, 0) << 10
+        limit = memory.limit_bytes(self.cgroup)
+        machine = f"{limit / 2**20:.0f} MiB" if limit else "its limit"
+        if grown >= memory.STUDENT_MEMORY_SHARE_BYTES:
+            return WorkerCrashed(f"ran out of memory: your code's process had grown by {grown / 2**20:.0f} MiB when "
+                                 f"the grading machine's memory ({machine}) ran out, and the kernel killed it")
+        return GraderOutOfMemory(f"was killed because the grading container's memory ({machine}) ran out while your "
+                                 f"code used only {grown / 2**20:.0f} MiB: the container is too small, not your code "
+                                 f"at fault")
+
     # -- calls ------------------------------------------------------------------------------------
 
     def request(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
@@ -305,7 +331,18 @@ class Worker:
             CallTimedOut: the deadline passed (the child is ended and replaced).
             WorkerCrashed: the child died or sent something that is not a reply (it is replaced); the
                 message says how it ended.
+            GraderOutOfMemory: the kernel killed a process of the grade for the container's memory
+                while the student's code used little of it.
         """
+        killed_before = memory.oom_kills(self.cgroup)
+        try:
+            return self._request(header, blobs, deadline)
+        except WorkerCrashed:
+            if memory.oom_kills(self.cgroup) > killed_before:  # the zygote or the child, for the container
+                raise self._out_of_memory() from None
+            raise
+
+    def _request(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
         if self.requests < 0:
             self.fresh_child()
         self.next_id += 1

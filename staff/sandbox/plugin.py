@@ -132,3 +132,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     sandbox = config.stash.get(_KEY, None)
     if sandbox is not None:
         sandbox.worker.stop(kill=False)
+        points = config.pluginmanager.get_plugin("points")
+        if points is not None and sandbox.route.grader_out_of_memory is not None:
+            points.note("grader_out_of_memory", sandbox.route.grader_out_of_memory)

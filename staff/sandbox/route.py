@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters import _codec
-from staff.sandbox.client import CallTimedOut, SandboxFailure, Worker, WorkerCrashed
+from staff.sandbox.client import CallTimedOut, GraderOutOfMemory, SandboxFailure, Worker, WorkerCrashed
 from staff.sandbox.quota import DiskQuota
 
 MAX_STRIKES = 2  # time-outs or crashes of one adapter before its later calls are not run
@@ -44,6 +44,7 @@ class WorkerRoute:
         self.test, self.seed, self.used_s = "", 0, 0.0
         self.doomed: str | None = None
         self.echoed = 0  # characters of the worker's output shown in this test
+        self.grader_out_of_memory: str | None = None  # set when the container, not the code, ran out
         self.strikes: dict[str, dict[str, str]] = {}  # adapter -> test -> "timed out" or "crashed"
 
     def begin_test(self, nodeid: str, seed: int) -> None:
@@ -61,7 +62,7 @@ class WorkerRoute:
                               f"so later calls to it are not made")
         header, blobs = _codec.encode((args, kwargs))
         if self.worker.requests < 0:
-            self.worker.fresh_child()  # start-up is the grader's cost, not the test's
+            self.worker.request({"op": "ping"}, [], time.monotonic() + self.worker.startup_timeout_s)
         left = self.test_budget_s - self.used_s
         started = time.monotonic()
         request = {"op": "call", "function": f"{function.__module__}:{name}", "args": header, "seed": self.seed,
@@ -76,6 +77,9 @@ class WorkerRoute:
         except WorkerCrashed as crash:
             self._strike(name, "crashed")
             raise WorkerCrashed(f"{name}: the process running your code {crash}") from None
+        except GraderOutOfMemory as shortage:
+            self.grader_out_of_memory = f"{name}: the process running the student's code {shortage}"
+            raise GraderOutOfMemory(f"{name}: the process running your code {shortage}") from None
         finally:
             self.used_s += time.monotonic() - started
             self._echo_output()

@@ -98,14 +98,17 @@ def _student_traceback(error: BaseException) -> str:
     return "".join(traceback.format_exception(type(error), error, trace))
 
 
-def _end_children(child: int | None, init: bool) -> int | None:
+def _end_children(child: int | None, init: bool) -> tuple[int | None, int]:
     """Kill the serving child and everything it started: every process of the namespace when this
     process is its init, else the child's process group; then reap them. How the child ended, as a
-    shell-style exit code (128 + signal), or None when there was none."""
+    shell-style exit code (128 + signal), or None when there was none; and its peak resident memory
+    in KiB (0 when unknown)."""
     if child is None:
-        return None
+        return None, 0
+    peak_kib = 0
     try:
-        done, status = os.waitpid(child, os.WNOHANG)  # a child that already died says how
+        done, status, usage = os.wait4(child, os.WNOHANG)  # a child that already died says how
+        peak_kib = usage.ru_maxrss if done else 0
     except ChildProcessError:
         done, status = 0, 0
     try:
@@ -117,12 +120,13 @@ def _end_children(child: int | None, init: bool) -> int | None:
         pass
     try:
         if not done:
-            status = os.waitpid(child, 0)[1]
+            _, status, usage = os.wait4(child, 0)
+            peak_kib = usage.ru_maxrss
         while os.waitpid(-1, 0 if init else os.WNOHANG)[0]:
             pass
     except ChildProcessError:
         pass
-    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)), peak_kib
 
 
 def zygote(config: dict, status: dict[str, str]) -> None:
@@ -139,7 +143,10 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     except BaseException as error:  # noqa: BLE001 - the grader must hear why the worker cannot start
         control.sendall(json.dumps({"op": "hello", "ok": False, "error": _student_traceback(error)}).encode() + b"\n")
         return
-    hello = {"op": "hello", "ok": True, "protections": status, "uid": os.getuid(), "gid": os.getgid()}
+    import resource
+
+    hello = {"op": "hello", "ok": True, "protections": status, "uid": os.getuid(), "gid": os.getgid(),
+             "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     control.sendall(json.dumps(hello).encode() + b"\n")
     import confine
 
@@ -154,7 +161,7 @@ def zygote(config: dict, status: dict[str, str]) -> None:
         if not message or len(fds) != 2:
             _end_children(child, init)
             return  # the grader closed the socket: the submission is done
-        previous = _end_children(child, init)
+        previous, previous_peak_kib = _end_children(child, init)
         child = os.fork()
         if child == 0:
             control.close()
@@ -165,7 +172,8 @@ def zygote(config: dict, status: dict[str, str]) -> None:
             os._exit(0)
         for fd in fds:
             os.close(fd)
-        control.sendall(json.dumps({"op": "spawned", "pid": child, "previous": previous}).encode() + b"\n")
+        control.sendall(json.dumps({"op": "spawned", "pid": child, "previous": previous,
+                                    "previous_peak_kib": previous_peak_kib}).encode() + b"\n")
 
 
 def serve(requests: int, responses: int) -> None:
@@ -187,7 +195,9 @@ def serve(requests: int, responses: int) -> None:
             return  # the grader closed the pipe
         reply, reply_blobs = {"id": request.get("id")}, []
         try:
-            if request.get("op") == "import":
+            if request.get("op") == "ping":  # a fresh child, ready before a test's time starts
+                reply["ok"], reply["value"] = True, "null"
+            elif request.get("op") == "import":
                 for name in request["modules"]:
                     importlib.import_module(name)
                 reply["ok"], reply["value"] = True, "null"

@@ -1,0 +1,165 @@
+"""An emulation of Gradescope's container, for running the autograder as Gradescope would.
+
+Gradescope runs `run_autograder` in a Docker container: Docker's default seccomp profile (new
+namespaces and mounts refused with EPERM, `clone3` with ENOSYS), a memory limit (768 MB by default)
+and a CPU quota (half a CPU by default). This module imposes the same on a command where the
+machine allows it (root, a memory and a cpu cgroup controller, v1 or v2):
+
+    with Container(memory_bytes=1 << 30, cpus=0.5) as box:
+        done = box.run(["./run_autograder"], env=...)
+    box.peak_bytes, box.oom_kills
+
+What it cannot impose it says (`Container.missing`), so a test can skip that part instead of
+passing it silently. It does not emulate Docker's file system (overlay), its capabilities (the
+command keeps root's), its network (the machine's), its uid map, or the base image's Python.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from staff.sandbox import confine, memory
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+# Namespace flags that Docker's profile refuses in clone (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC,
+# NEWUSER, NEWPID, NEWNET).
+_NAMESPACE_FLAGS = 0x7E020000
+_DOCKER_DENIED = {
+    "x86_64": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "open_tree": 428,
+               "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+               "mount_setattr": 442},
+    "aarch64": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "open_tree": 428,
+                "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+                "mount_setattr": 442},
+}
+_CLONE, _CLONE3 = {"x86_64": 56, "aarch64": 220}, 435
+_JSET_K = 0x45
+
+
+def docker_seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
+    """Classic BPF (code, jt, jf, k) refusing what Docker's default profile refuses a container
+    without CAP_SYS_ADMIN, as far as grading meets it: namespaces and mounts (EPERM), clone with a
+    namespace flag (EPERM) and clone3 (ENOSYS, so the C library falls back to clone)."""
+    eperm, enosys = confine._RET_ERRNO | 1, confine._RET_ERRNO | 38
+    program = [(confine._LD_W_ABS, 0, 0, 4), (confine._JEQ_K, 1, 0, confine._AUDIT_ARCH[machine]),
+               (confine._RET_K, 0, 0, confine._RET_ALLOW), (confine._LD_W_ABS, 0, 0, 0)]
+    for number in sorted(_DOCKER_DENIED[machine].values()):
+        program += [(confine._JEQ_K, 0, 1, number), (confine._RET_K, 0, 0, eperm)]
+    program += [(confine._JEQ_K, 0, 1, _CLONE3), (confine._RET_K, 0, 0, enosys),
+                (confine._JEQ_K, 0, 3, _CLONE[machine]),
+                (confine._LD_W_ABS, 0, 0, 16),  # clone's flags (low 32 bits)
+                (_JSET_K, 0, 1, _NAMESPACE_FLAGS),
+                (confine._RET_K, 0, 0, eperm),
+                (confine._RET_K, 0, 0, confine._RET_ALLOW)]
+    return program
+
+
+def install_docker_seccomp() -> None:
+    """Install `docker_seccomp_program` on this process (call it in the child before exec).
+
+    Raises:
+        OSError: the kernel refused the filter.
+    """
+    machine = os.uname().machine
+    program = docker_seccomp_program(machine)
+    filters = (confine._SockFilter * len(program))(*[confine._SockFilter(*i) for i in program])
+    fprog = confine._SockFprog(len(program), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(confine.PR_SET_SECCOMP, confine.SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp filter refused")
+
+
+def _own_cgroup(controller: str) -> Path | None:
+    """This process's cgroup folder for `controller` (cgroup v1), or its v2 folder (controller "")."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if (controller and controller in controllers.split(",")) or (not controller and controllers == ""):
+            for base in ([CGROUP_ROOT / controller] if controller else [CGROUP_ROOT / "unified", CGROUP_ROOT]):
+                if (base / path.lstrip("/")).is_dir():
+                    return base / path.lstrip("/")
+    return None
+
+
+class Container:
+    """A memory limit, a CPU quota and Docker's seccomp profile for commands run through `run`."""
+
+    def __init__(self, memory_bytes: int | None, cpus: float | None, seccomp: bool = True) -> None:
+        self.memory_bytes, self.cpus, self.seccomp = memory_bytes, cpus, seccomp
+        self.groups: list[Path] = []
+        self.missing: list[str] = []
+        self.memory_group: Path | None = None
+        self.v2 = False
+
+    def __enter__(self) -> Container:
+        name = f"cs336-container-{uuid.uuid4().hex[:12]}"
+        if self.memory_bytes is not None:
+            self.memory_group = self._make(name, "memory", {"memory.limit_in_bytes": self.memory_bytes},
+                                           {"memory.max": self.memory_bytes, "memory.swap.max": 0})
+        if self.cpus is not None:
+            period = 100_000
+            quota = int(self.cpus * period)
+            self._make(name, "cpu", {"cpu.cfs_period_us": period, "cpu.cfs_quota_us": quota},
+                       {"cpu.max": f"{quota} {period}"})
+        if self.seccomp and (sys.platform != "linux" or os.uname().machine not in _DOCKER_DENIED):
+            self.missing.append(f"seccomp: no filter for {os.uname().machine}")
+        return self
+
+    def _make(self, name: str, controller: str, v1: dict, v2: dict) -> Path | None:
+        parent, settings = _own_cgroup(controller), v1
+        if parent is None:
+            parent, settings, self.v2 = _own_cgroup(""), v2, True
+            if parent is not None and controller not in (parent / "cgroup.controllers").read_text().split():
+                parent = None
+        if parent is None or os.geteuid() != 0:
+            self.missing.append(f"{controller}: no {controller} cgroup this process may make (root and a "
+                                f"{controller} controller are needed)")
+            return None
+        group = parent / name
+        try:
+            group.mkdir()
+            for key, value in settings.items():
+                (group / key).write_text(str(value))
+        except OSError as error:
+            self.missing.append(f"{controller}: {error}")
+            if group.is_dir():
+                group.rmdir()
+            return None
+        self.groups.append(group)
+        return group
+
+    def _join(self) -> None:
+        for group in self.groups:
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+        if self.seccomp and not any(m.startswith("seccomp") for m in self.missing):
+            install_docker_seccomp()
+
+    def run(self, command: list[str], **kwargs) -> subprocess.CompletedProcess:
+        """Run `command` inside the container (subprocess.run's keyword arguments)."""
+        return subprocess.run(command, preexec_fn=self._join, **kwargs)  # noqa: PLW1509 - single-threaded caller
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """The memory group's peak usage, bytes (page cache included, as the limit counts it)."""
+        if self.memory_group is None:
+            return None
+        name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"
+        path = self.memory_group / name
+        return int(path.read_text()) if path.exists() else None
+
+    @property
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for the group's memory limit."""
+        return memory.oom_kills(self.memory_group) if self.memory_group is not None else 0
+
+    def __exit__(self, *exc) -> None:
+        for group in reversed(self.groups):
+            try:
+                group.rmdir()
+            except OSError:
+                pass
+

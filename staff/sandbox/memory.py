@@ -1,0 +1,99 @@
+"""The grader's memory as the container sees it: its limit, its peak, and the kernel's OOM kills.
+
+A grading container (Gradescope's, or `staff.container`'s emulation) is a memory cgroup: when
+everything in it together passes its limit, the kernel kills a process of it (SIGKILL). Such a
+kill says nothing about the student's code unless the killed process is what grew. This module
+reads the cgroup this process is in (v2, or v1's memory controller) so the grader can tell the
+container's limit from the student's own memory use, and say which it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+UNLIMITED = 1 << 60  # v1 reports "no limit" as a number near 2**63
+# Measured with staff.container (README, "Gradescope"): the reference gets full marks at 1,280 MiB
+# and loses points to the OOM killer at 1,152 MiB. Below this the autograder refuses to grade.
+MIN_MEMORY_BYTES = 1280 << 20
+RECOMMENDED_MEMORY_BYTES = 2 << 30  # leaves a student's code about 700 MiB beyond the grader's own use
+# A worker child killed for the container's memory is the student's doing when its own memory had
+# grown this much over the zygote's; below this, the container was too small for the grade.
+STUDENT_MEMORY_SHARE_BYTES = 512 << 20
+
+
+def memory_cgroup(proc_self: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT) -> Path | None:
+    """This process's memory cgroup folder, or None where there is none to read."""
+    try:
+        lines = proc_self.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            folder = root / "memory" / path.lstrip("/")
+            if folder.is_dir():
+                return folder
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            for base in (root, root / "unified"):
+                folder = base / path.lstrip("/")
+                if (folder / "memory.max").exists():
+                    return folder
+    return None
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return None if text == "max" else int(text) if text.isdigit() else None
+
+
+def limit_bytes(group: Path | None = None) -> int | None:
+    """The memory limit of the cgroup (this process's by default), or None when there is none."""
+    group = group or memory_cgroup()
+    if group is None:
+        return None
+    value = _read_int(group / "memory.max")
+    if value is None:
+        value = _read_int(group / "memory.limit_in_bytes")
+    return value if value is not None and value < UNLIMITED else None
+
+
+def peak_bytes(group: Path | None = None) -> int | None:
+    """The cgroup's peak memory use so far, page cache included, or None where it is not kept."""
+    group = group or memory_cgroup()
+    if group is None:
+        return None
+    value = _read_int(group / "memory.peak")
+    return value if value is not None else _read_int(group / "memory.max_usage_in_bytes")
+
+
+def oom_kills(group: Path | None = None) -> int:
+    """How many processes the kernel has killed for the cgroup's limit (0 where it is not kept)."""
+    group = group or memory_cgroup()
+    if group is None:
+        return 0
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            for line in (group / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
+def too_small(limit: int | None) -> str | None:
+    """A staff-facing explanation when a container `limit` (bytes) cannot grade, else None."""
+    if limit is None or limit >= MIN_MEMORY_BYTES:
+        return None
+    return (f"The autograder's container has {limit / 2**20:.0f} MiB of memory, below the "
+            f"{MIN_MEMORY_BYTES / 2**20:.0f} MiB that grading needs (the grader and the student's code each "
+            f"run PyTorch), so this submission was not graded. This is not your fault. Course staff: raise the "
+            f"memory in the assignment's Autograder settings to {RECOMMENDED_MEMORY_BYTES / 2**30:g} GB or more, "
+            f"then regrade all submissions.")
