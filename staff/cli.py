@@ -242,6 +242,15 @@ def _add_release(commands) -> None:
     release.set_defaults(run=_release)
 
 
+def gradescope_settings() -> str:
+    """What a TA sets in the assignment's Autograder settings (README, "On Gradescope: what to set")."""
+    from staff.sandbox.memory import MIN_MEMORY_BYTES, RECOMMENDED_MEMORY_BYTES
+
+    return (f"Gradescope: set the memory to {RECOMMENDED_MEMORY_BYTES / 2**30:g} GB (below "
+            f"{MIN_MEMORY_BYTES / 2**20:.0f} MiB the autograder refuses to grade and says so to the staff); "
+            f"half a CPU and the default 10 minutes are enough (the reference's grade took 67 s there).")
+
+
 def _bundle(args: argparse.Namespace) -> int:
     from staff.bundle import build_bundle
     from staff.grade import REPO_ROOT
@@ -250,6 +259,7 @@ def _bundle(args: argparse.Namespace) -> int:
     try:
         summary = build_bundle(args.out.resolve(), REPO_ROOT, args.force, args.hidden_visibility, args.deadline)
         print(f"staff bundle: {summary}")
+        print(gradescope_settings())
     except ReleaseError as error:
         print(f"staff bundle: FAILED, nothing was written to {args.out}\n{error}", file=sys.stderr)
         return 1

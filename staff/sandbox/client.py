@@ -298,9 +298,11 @@ class Worker:
                 except (ProcessLookupError, PermissionError):
                     pass
             self.process.wait()
+        # Whether or not the launcher ended on its own: a daemon outside the PID namespace (where none
+        # could be made) may still run. This process is a subreaper (see the plugin), so every orphan
+        # of the worker is its descendant; a worker of its own user is ended by uid as well.
+        kill_descendants(os.getpid())
         if self.config.uid is not None and os.geteuid() == 0:
-            # Whether or not the launcher ended on its own: a daemon outside the PID namespace (where
-            # none could be made) may still run, and objects outside the worker's folders remain.
             kill_user(self.config.uid)
             left = remove_leftovers(self.config.uid)
             if left:
@@ -369,6 +371,52 @@ class Worker:
             self.fresh_child()
             raise WorkerCrashed(f"answered request {reply.get('id')!r} instead of {self.next_id}")
         return reply, reply_blobs
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make orphans of this process's descendants its children (not init's), so a daemon the worker
+    starts with setsid stays findable below it (Linux only)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def kill_descendants(pid: int) -> None:
+    """SIGKILL every descendant of `pid` (not `pid` itself), found through /proc, and reap those that
+    became this process's children."""
+    for _ in range(3):  # a fork bomb may still be forking while we kill
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = entry.read_text()
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2:].split()  # after the command name, which may hold spaces
+            children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+        found, pending = [], list(children.get(pid, []))
+        while pending:
+            child = pending.pop()
+            found.append(child)
+            pending += children.get(child, [])
+        for child in found:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        if not found:
+            return
+        time.sleep(0.05)
 
 
 def kill_user(uid: int) -> None:

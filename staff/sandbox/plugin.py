@@ -19,7 +19,7 @@ import pytest
 
 from adapters._route import set_route
 from staff.sandbox import confine
-from staff.sandbox.client import Limits, Worker, WorkerConfig
+from staff.sandbox.client import Limits, Worker, WorkerConfig, become_subreaper
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.quota import DiskQuota
 from staff.sandbox.route import WorkerRoute
@@ -89,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     grader = os.environ.get("STAFF_GRADER_PID")
     if confine.die_with_parent() == confine.ON and grader and os.getppid() != int(grader):
         raise pytest.UsageError("the grader that started this run has already ended")
+    become_subreaper()  # a daemon the worker starts stays below this process, where stop() ends it
     sandbox = Sandbox(json.loads(Path(path).read_text()))
     sys.meta_path.insert(0, RefuseImport())
     set_route(sandbox.route)

@@ -1,0 +1,130 @@
+"""The Gradescope autograder as Gradescope runs it, emulated (`staff.container`): Docker's default
+seccomp profile (no new namespaces or mounts), a memory cgroup and a CPU quota around
+`run_autograder`. At the README's memory setting and half a CPU the reference gets full marks;
+below the grader's measured need no test is counted and the staff are told; the stubs get 0; and
+with the namespaces refused, three red-team cases are still contained (killing the grader, daemons
+that outlive the grade, the network). Parts the machine cannot impose (no root, no cgroup
+controller, another architecture) are skipped with the reason, never passed silently.
+
+Not emulated: Docker's overlay file system, its capability set (the command keeps root's), its
+network and uid map, and the base image's own Python."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from staff import samples
+from staff.container import Container
+from staff.gradescope import validate_results
+from staff.redteam.corpus import build, judge, load_cases
+from staff.sandbox import memory
+from staff.tests.processes import running_commands
+from staff.tests.test_bundle import autograder_root  # noqa: F401 - the bundle set up in a temporary /autograder
+
+pytestmark = pytest.mark.timeout(1800)
+SETTING = memory.RECOMMENDED_MEMORY_BYTES  # what the README tells a TA to set
+BELOW = 1 << 30  # Gradescope's next step down, under the grader's measured need
+
+
+@pytest.fixture(scope="module", autouse=True)
+def reachable_environment(autograder_root):  # noqa: F811
+    """The bundle's environment lies under pytest's folders, which are closed to other users; on
+    Gradescope it is /opt/cs336, open to all. Open the way to it, as there, so the worker can run as
+    a user of its own without a mount namespace (which Docker's profile refuses)."""
+    folder, top = autograder_root.parent, Path(tempfile.gettempdir())
+    while folder != top and top in folder.parents:
+        folder.chmod(folder.stat().st_mode | 0o011)
+        folder = folder.parent
+
+
+def contained(root: Path, upload, memory_bytes: int, cpus: float) -> tuple[dict, Container, float]:
+    """Run run_autograder on `upload` inside the emulated container; (results, the container, seconds)."""
+    submission = root / "submission"
+    shutil.rmtree(submission, ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
+    submission.mkdir()
+    upload(submission)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(AUTOGRADER_ROOT=str(root), CS336_ENV=str(root.parent / "env"))
+    with Container(memory_bytes, cpus) as box:
+        if box.missing:
+            pytest.skip(f"this machine cannot emulate the container: {'; '.join(box.missing)}")
+        started = time.monotonic()
+        done = box.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                       timeout=1200)
+        seconds = time.monotonic() - started
+        assert done.returncode == 0, done.stderr[-3000:]
+        results = json.loads((root / "results" / "results.json").read_text())
+        assert validate_results(results) == [], results
+        print(f"{memory_bytes >> 20} MiB, {cpus} CPU: {seconds:.0f} s, peak {(box.peak_bytes or 0) >> 20} MiB, "
+              f"{box.oom_kills} OOM kills, score {results['score']}")
+        return results, box, seconds
+
+
+def test_the_reference_gets_full_marks_at_the_setting_and_half_a_cpu(autograder_root):  # noqa: F811
+    results, box, seconds = contained(autograder_root, lambda s: samples.reference(s), SETTING, 0.5)
+    assert results["score"] == results["extra_data"]["max_score"] == 280, results["output"][:2000]
+    assert box.oom_kills == 0
+    protections = results["extra_data"]["protections"]
+    assert protections["network namespace"].startswith("off")  # Docker's profile refused it, as on Gradescope
+    assert protections["system calls"].startswith("on") and protections["separate user"] == "on"
+
+
+def test_below_the_need_no_test_is_counted_and_the_staff_are_told(autograder_root):  # noqa: F811
+    # Mistake this catches: grading anyway, where the OOM killer then fails tests as crashes of the
+    # student's code (the reference scored 116/280 at 1 GB before).
+    results, _, _ = contained(autograder_root, lambda s: samples.reference(s), BELOW, 0.5)
+    assert results["score"] == 0 and results["tests"] == []
+    assert "not your fault" in results["output"] and "Autograder settings" in results["output"]
+
+
+def test_a_grade_the_container_kills_midway_blames_no_one(tmp_path):
+    # The start-up check is the autograder's; `staff grade` has none, so this reaches the runtime
+    # detection: the kernel kills the test process for the cgroup's limit while grading.
+    samples.reference(tmp_path / "reference")
+    with Container(1088 << 20, None) as box:
+        if box.missing:
+            pytest.skip(f"this machine cannot emulate the container: {'; '.join(box.missing)}")
+        done = box.run([sys.executable, "-m", "staff.cli", "grade", str(tmp_path / "reference"), "--out",
+                        str(tmp_path / "results.json"), "--threads", "1"], capture_output=True, text=True, timeout=900)
+        kills = box.oom_kills
+    results = json.loads((tmp_path / "results.json").read_text())
+    if kills == 0:
+        pytest.skip(f"nothing was killed at 1088 MiB on this machine (peak {box.peak_bytes}); nothing to check")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert results["tests"] == [] and "not your fault" in results["output"], results["output"][:1000]
+
+
+@pytest.mark.parametrize("name", ["kill-the-grader", "daemons-that-outlive-the-grade", "network-and-proc-snooping"])
+def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_path, name):  # noqa: F811
+    case = next(c for c in load_cases() if c.name == name)
+    upload = build(case, tmp_path)
+    results, _, _ = contained(autograder_root,
+                              lambda s: shutil.copytree(upload / "cs336_basics", s / "cs336_basics"), SETTING, 1.0)
+    assert judge(case, results) == [], results["output"][:2000]
+    assert results["extra_data"]["protections"]["pid namespace"].startswith("off")
+    if case.survivors:
+        assert not [c for c in running_commands() if c.startswith(case.survivors)]
+    if name == "network-and-proc-snooping":
+        text = json.dumps(results)
+        worked = text.split("what worked: ", 1)[1].split("\\n", 1)[0] if "what worked: " in text else ""
+        assert not {"connect", "listen", "resolve"} & {w.strip() for w in worked.split(",")}, worked
+
+
+def test_the_readme_and_the_bundle_state_the_memory_the_grader_enforces():
+    from staff.cli import gradescope_settings
+    from staff.grade import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    recommended, least = f"{memory.RECOMMENDED_MEMORY_BYTES / 2**30:g} GB", f"{memory.MIN_MEMORY_BYTES >> 20:,} MiB"
+    assert f"**{recommended}**" in readme and f"Below {least}" in readme
+    said = gradescope_settings()
+    assert recommended in said and f"{memory.MIN_MEMORY_BYTES >> 20} MiB" in said
