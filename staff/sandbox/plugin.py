@@ -117,7 +117,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_call(item: pytest.Item) -> None:
     sandbox = item.config.stash.get(_KEY, None)
     if sandbox is not None and sandbox.import_problem is not None:
-        raise ImportError("your package could not be imported, so no test ran (why is at the top of the results)")
+        last = [line for line in sandbox.import_problem.splitlines() if line.strip()][-1:] or ["no reason given"]
+        raise ImportError(f"your package could not be imported, so no test ran: {last[0].strip()[:300]} "
+                          f"(the whole error is at the top of the results)")
 
 
 @pytest.fixture
