@@ -1,10 +1,11 @@
 """The Gradescope autograder as Gradescope runs it, emulated (`staff.container`): Docker's default
 seccomp profile (no new namespaces or mounts), a memory cgroup and a CPU quota around
 `run_autograder`. At the README's memory setting and half a CPU the reference gets full marks;
-below the grader's measured need no test is counted and the staff are told; the stubs get 0; and
-with the namespaces refused, three red-team cases are still contained (killing the grader, daemons
-that outlive the grade, the network). Parts the machine cannot impose (no root, no cgroup
-controller, another architecture) are skipped with the reason, never passed silently.
+below the grader's measured need no test is counted and the staff are told; and with the
+namespaces refused, four red-team cases are still contained: killing the grader, daemons that
+outlive the grade, the network, and a memory bomb, which must cost its own tests and say so. Parts
+the machine cannot impose (no root, no cgroup controller, another architecture) are skipped with
+the reason, never passed silently.
 
 Not emulated: Docker's overlay file system, its capability set (the command keeps root's), its
 network and uid map, and the base image's own Python."""
@@ -103,7 +104,8 @@ def test_a_grade_the_container_kills_midway_blames_no_one(tmp_path):
     assert results["tests"] == [] and "not your fault" in results["output"], results["output"][:1000]
 
 
-@pytest.mark.parametrize("name", ["kill-the-grader", "daemons-that-outlive-the-grade", "network-and-proc-snooping"])
+@pytest.mark.parametrize("name", ["kill-the-grader", "daemons-that-outlive-the-grade", "network-and-proc-snooping",
+                                  "memory-bomb"])
 def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_path, name):  # noqa: F811
     case = next(c for c in load_cases() if c.name == name)
     upload = build(case, tmp_path)
@@ -113,6 +115,11 @@ def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_pa
     assert results["extra_data"]["protections"]["pid namespace"].startswith("off")
     if case.survivors:
         assert not [c for c in running_commands() if c.startswith(case.survivors)]
+    if name == "memory-bomb":  # the student's own bomb is theirs: its tests fail and say why
+        attacked = [f"problem {n}" for n in case.lose]
+        failed = [t["output"] for t in results["tests"] if t["status"] == "failed" and set(attacked) & set(t["tags"])]
+        assert failed and all("ran out of memory" in text for text in failed), failed[:2]
+        assert "grader_failure" not in results["extra_data"]
     if name == "network-and-proc-snooping":
         text = json.dumps(results)
         worked = text.split("what worked: ", 1)[1].split("\\n", 1)[0] if "what worked: " in text else ""
