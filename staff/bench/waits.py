@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -70,6 +71,23 @@ def _full_marks(results: Path) -> None:
                            "did not do the whole work has no meaningful time")
 
 
+def _import_torch_peak_bytes() -> int:
+    """The peak RSS of a fresh `python -c "import torch"`, bytes: the floor of any process that grades."""
+    script = "import resource, torch; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    done = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, check=True, env=_env())
+    return int(done.stdout.split()[-1]) * 1024
+
+
+def _memory_row(results: Path, timing: Timing) -> Row:
+    """The test process's peak RSS in the sandboxed grade just timed (results.json records it), as a
+    multiple of one `import torch` process."""
+    peak = json.loads(results.read_text(encoding="utf-8"))["extra_data"]["memory_bytes"]["test process peak RSS"]
+    floor = _import_torch_peak_bytes()
+    return Row("grading: memory", "the test process's peak RSS, behind the sandbox", timing, None,
+               'python -c "import torch"', f"{peak / 2**20:.0f} MiB, {peak / floor:.2f}× the floor of "
+               f"{floor / 2**20:.0f} MiB", "—", None)
+
+
 def bench_grading(batch_size: int, progress: Callable[[str], None]) -> list[Row]:
     """One grade of the reference, public + hidden, in-process and behind the sandbox, once each
     (half a minute each); then a batch of `batch_size` copies of it at -j 1 and at -j cores, whose
@@ -88,6 +106,7 @@ def bench_grading(batch_size: int, progress: Callable[[str], None]) -> list[Row]
         _full_marks(results)
         rows.append(ratio_row("grading: `staff grade` of the reference", "behind the sandbox (1 run)", sandboxed,
                               in_process, "--in-process (unsafe)", at_most=None))
+        rows.append(_memory_row(results, sandboxed))
         batch = folder / "batch"
         batch.mkdir()
         for i in range(batch_size):

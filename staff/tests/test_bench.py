@@ -3,6 +3,7 @@ figures themselves are machine-dependent and are never asserted here (no wall-cl
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -82,3 +83,14 @@ def test_cli_refuses_bad_arguments_before_measuring(tmp_path, capsys):
     assert "--repeats" in capsys.readouterr().err and not out.exists()
     with pytest.raises(SystemExit):
         main(["bench", "--only", "everything"])
+
+
+def test_the_memory_row_reads_the_grades_peak_against_one_import_torch(tmp_path):
+    from staff.bench.waits import _memory_row
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"extra_data": {"memory_bytes": {"test process peak RSS": 1500 << 20}}}))
+    row = _memory_row(results, Timing((30.0,)))
+    assert row.figure.startswith("1500 MiB, ") and "× the floor of" in row.figure
+    floor = float(row.figure.split("floor of ")[1].split()[0])
+    assert 100 < floor < 1500  # one `import torch`, measured: hundreds of MiB
