@@ -354,6 +354,8 @@ def grade(
             report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
             tests = list(report.tests.values())
             protections = dict(report.notes.get("protections") or {})
+            if workspace.no_user is not None:  # the worker only knows it was given no uid; this says why
+                protections["separate user"] = f"off: {workspace.no_user}"
             if isinstance(report.notes.get("peak_rss_bytes"), int):
                 usage["test process peak RSS"] = report.notes["peak_rss_bytes"]
             if "grader_out_of_memory" in report.notes:
