@@ -1,7 +1,8 @@
 """`staff bundle OUT.zip`: the Gradescope autograder, built from this tree and checked before it is written.
 
-The zip holds setup.sh and run_autograder at its top (Gradescope's contract), the locked
-environment's pyproject.toml and uv.lock, the public suite and adapters, and of `staff/` only what
+The zip holds setup.sh and run_autograder at its top (Gradescope's contract; setup.sh with the
+exact Python and uv versions of `staff.pins` written in), the locked environment's pyproject.toml
+and uv.lock, the public suite and adapters, and of `staff/` only what
 grading needs: the grader, the sandbox and the hidden suite. It holds no reference solution: no
 `cs336_basics/` at all (the submission brings its own), and no line of a solution body anywhere.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from staff.autograder import DEADLINE_S
 from staff.markers import find_blocks
+from staff.pins import python_pin, uv_pin
 from staff.release.leaks import PUBLIC_CODE, squeeze
 from staff.release.proc import ReleaseError
 from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
@@ -91,7 +93,9 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
         raise ReleaseError(f"{out} exists; pass --force to replace it")
     if hidden_visibility not in VISIBILITIES:
         raise ReleaseError(f"hidden visibility {hidden_visibility!r} is not one of {VISIBILITIES}")
-    settings = {b"@HIDDEN_VISIBILITY@": hidden_visibility.encode(), b"@DEADLINE@": f"{deadline_s:g}".encode()}
+    python, uv = python_pin(source), uv_pin()
+    settings = {b"@HIDDEN_VISIBILITY@": hidden_visibility.encode(), b"@DEADLINE@": f"{deadline_s:g}".encode(),
+                b"@PYTHON_VERSION@": python.encode(), b"@UV_VERSION@": uv.encode()}
     files = planned_files(source)
     problems = check(source, files)
     if problems:
@@ -114,7 +118,8 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return f"autograder written to {out}: {len(files)} files, {out.stat().st_size / 1024:.0f} KiB"
+    return (f"autograder written to {out}: {len(files)} files, {out.stat().st_size / 1024:.0f} KiB; "
+            f"setup.sh installs Python {python} with uv {uv}")
 
 
 def unpack(bundle: Path, dest: Path) -> None:
