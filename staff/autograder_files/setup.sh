@@ -37,7 +37,9 @@ if ! uv_is_pinned; then
   fi
   say "installing uv $UV_VERSION with pip"
   python3 -m pip install --quiet --no-cache-dir --prefix "$ENV_DIR/uv" "uv==$UV_VERSION"
-  export PATH="$ENV_DIR/uv/bin:$PATH"
+  # Debian's pip may put it under PREFIX/local/bin rather than PREFIX/bin: look for it.
+  uv_bin="$(find "$ENV_DIR/uv" -path '*/bin/uv' -type f | head -n 1)"
+  export PATH="$(dirname "${uv_bin:-$ENV_DIR/uv/bin/uv}"):$PATH"
   uv_is_pinned || { echo "uv $UV_VERSION is not on PATH after installing it (found: $(uv --version 2>&1))" >&2; false; }
 fi
 

@@ -30,8 +30,9 @@ if [ "$*" = "-m pip --version" ]; then [ -e "$STUB_DIR/pip-installed" ]; exit; f
 if [ "$1 $2 $3" = "-m pip install" ]; then
   [ -e "$STUB_DIR/pip-installed" ] || exit 1
   while [ "$#" -gt 0 ]; do [ "$1" = --prefix ] && prefix="$2"; last="$1"; shift; done
-  mkdir -p "$prefix/bin" && sed "s/@VERSION@/${last#uv==}/" "$STUB_DIR/uv.in" > "$prefix/bin/uv"
-  chmod +x "$prefix/bin/uv"
+  # where Debian's pip puts scripts under an explicit prefix
+  mkdir -p "$prefix/local/bin" && sed "s/@VERSION@/${last#uv==}/" "$STUB_DIR/uv.in" > "$prefix/local/bin/uv"
+  chmod +x "$prefix/local/bin/uv"
   exit 0
 fi
 exit 1
