@@ -1,8 +1,10 @@
 """`staff bundle OUT.zip`: the Gradescope autograder, built from this tree and checked before it is written.
 
-The zip holds setup.sh and run_autograder at its top (Gradescope's contract), the locked
-environment's pyproject.toml and uv.lock, the public suite and adapters, and of `staff/` only what
-grading needs: the grader, the sandbox and the hidden suite. It holds no reference solution: no
+The zip holds setup.sh and run_autograder at its top (Gradescope's contract; setup.sh with the
+exact Python and uv versions of `staff.pins` written in), the locked environment's pyproject.toml
+and uv.lock, the public suite and adapters, and of `staff/` only what
+grading needs: the grader, the sandbox, the hidden suite and the list of the tests it grades
+(`staff.collected`). It holds no reference solution: no
 `cs336_basics/` at all (the submission brings its own), and no line of a solution body anywhere.
 """
 
@@ -15,7 +17,9 @@ import zipfile
 from pathlib import Path
 
 from staff.autograder import DEADLINE_S
+from staff.collected import COLLECTED_FILE, dumps
 from staff.markers import find_blocks
+from staff.pins import python_pin, uv_pin
 from staff.release.leaks import PUBLIC_CODE, squeeze
 from staff.release.proc import ReleaseError
 from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
@@ -23,7 +27,8 @@ from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
 FILES = Path(__file__).resolve().parent / "autograder_files"
 TOP_FILES = {"setup.sh": FILES / "setup.sh", "run_autograder": FILES / "run_autograder"}
 TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/autograder.py",
-        "staff/grade.py", "staff/gradescope.py", "staff/submission.py", "staff/sandbox", "staff/hidden"]
+        "staff/collected.py", "staff/grade.py", "staff/gradescope.py", "staff/submission.py", "staff/sandbox",
+        "staff/hidden"]
 EXECUTABLE = {"setup.sh", "run_autograder"}
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
 
@@ -78,6 +83,15 @@ def check(source: Path, files: dict[str, Path]) -> list[str]:
     return problems
 
 
+def graded_test_list(source: Path, hidden_visibility: str) -> str:
+    """The tests the bundle's grade runs (public and hidden, no `cuda` test), collected now and keyed
+    by what they depend on, so that an unusable upload scores 0 without a collection (`staff.collected`)."""
+    from staff.grade import collect_only, listing_key
+
+    tests = collect_only(source, hidden=True, gpu=False, hidden_visibility=hidden_visibility)
+    return dumps(tests, listing_key(source, True, None, False, hidden_visibility))
+
+
 def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility: str = HIDDEN_VISIBILITY,
                  deadline_s: float = DEADLINE_S) -> str:
     """Write the autograder zip to `out` (atomically, after the checks); a one-line summary.
@@ -91,22 +105,25 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
         raise ReleaseError(f"{out} exists; pass --force to replace it")
     if hidden_visibility not in VISIBILITIES:
         raise ReleaseError(f"hidden visibility {hidden_visibility!r} is not one of {VISIBILITIES}")
-    settings = {b"@HIDDEN_VISIBILITY@": hidden_visibility.encode(), b"@DEADLINE@": f"{deadline_s:g}".encode()}
+    python, uv = python_pin(source), uv_pin()
+    settings = {b"@HIDDEN_VISIBILITY@": hidden_visibility.encode(), b"@DEADLINE@": f"{deadline_s:g}".encode(),
+                b"@PYTHON_VERSION@": python.encode(), b"@UV_VERSION@": uv.encode()}
     files = planned_files(source)
     problems = check(source, files)
     if problems:
         raise ReleaseError("the bundle would not be safe to upload:\n  " + "\n  ".join(problems[:40]))
+    generated = {COLLECTED_FILE: graded_test_list(source, hidden_visibility).encode()}
     out.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{out.name}-", suffix=".tmp", dir=out.parent)
     os.close(handle)
     try:
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            for name, path in sorted(files.items()):
+            contents = {name: path.read_bytes() for name, path in files.items()} | generated
+            for name, data in sorted(contents.items()):
                 info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
                 mode = 0o755 if name in EXECUTABLE else 0o644
                 info.external_attr = (stat.S_IFREG | mode) << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
-                data = path.read_bytes()
                 for placeholder, value in settings.items() if name in EXECUTABLE else ():
                     data = data.replace(placeholder, value)
                 zf.writestr(info, data)
@@ -114,7 +131,8 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return f"autograder written to {out}: {len(files)} files, {out.stat().st_size / 1024:.0f} KiB"
+    return (f"autograder written to {out}: {len(contents)} files, {out.stat().st_size / 1024:.0f} KiB; "
+            f"setup.sh installs Python {python} with uv {uv}")
 
 
 def unpack(bundle: Path, dest: Path) -> None:

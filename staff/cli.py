@@ -273,9 +273,11 @@ def _add_bundle(commands) -> None:
     bundle = commands.add_parser(
         "bundle",
         help="build the Gradescope autograder zip (setup.sh, run_autograder, public and hidden suites)",
-        description="Build the zip to upload as a Gradescope autograder. setup.sh installs uv and the locked "
-        "environment (in /opt/cs336, readable by the sandbox user); run_autograder grades /autograder/submission "
-        "(a folder, or the one zip in it) with the public and hidden suites behind the sandbox and always writes "
+        description="Build the zip to upload as a Gradescope autograder. setup.sh installs (with apt where the "
+        "image lacks pip) the uv and the exact Python this tree was tested with, both written into it, and the "
+        "locked environment (in /opt/cs336, readable by the sandbox user); run_autograder grades "
+        "/autograder/submission (a folder, or the one zip in it) with the public and hidden suites behind the "
+        "sandbox and always writes "
         "/autograder/results/results.json. The zip holds no reference solution; that is checked before writing.",
     )
     bundle.add_argument("out", type=Path, metavar="OUT.zip", help="the zip to write")

@@ -26,6 +26,7 @@ import torch
 from tqdm import tqdm
 
 from adapters._codec import clean_text
+from staff import collected
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.submission import PACKAGE, SubmissionError, lay_package
@@ -45,6 +46,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # What the suites need from this tree; the submission contributes only its package.
 SUITE_PARTS = ("adapters", "tests", "pyproject.toml")
 HIDDEN_SUITE = REPO_ROOT / "staff" / "hidden"
+LISTED_TESTS = REPO_ROOT / collected.COLLECTED_FILE  # written by `staff bundle`; absent in the repo
 IMPORT_TIMEOUT_S = 120
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
 NEVER_FINISHED = "FAILED: this test never finished"
@@ -213,11 +215,17 @@ def machine_paths(workspace: Workspace) -> list[tuple[str, str]]:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # C0 controls but tab and newline: terminal escapes
 
 
+_BEFORE_PATH = r"[\w.~/-]"  # a path preceded by one of these is the end of another path
+_AFTER_PATH = r"[\w~-]|\.\w"  # and followed by one of these, the start of another name
+
+
 def scrub(text: str, paths: list[tuple[str, str]]) -> str:
-    """`text` with each of `paths` (from `machine_paths`) replaced, as valid Unicode without control
-    characters (a terminal escape from the submission reaches no TA's terminal)."""
+    """`text` with each of `paths` (from `machine_paths`) replaced where it stands as a path of its own
+    (home `/root` is not replaced inside `/autograder/root/x` nor in `/rootfs`), as valid Unicode
+    without control characters (a terminal escape from the submission reaches no TA's terminal)."""
     for path, shown in paths:
-        text = text.replace(path, shown)
+        after = "" if path.endswith(os.sep) else f"(?!{_AFTER_PATH})"
+        text = re.sub(f"(?<!{_BEFORE_PATH}){re.escape(path)}{after}", lambda _: shown, text)
     return _CONTROL.sub("\ufffd", clean_text(text))
 
 
@@ -266,21 +274,42 @@ def marker_expression(gpu: bool) -> str:
     return "cuda" if gpu else "not cuda"
 
 
+def _selection(hidden: bool, problems: set[int] | None, gpu: bool | None) -> list[str]:
+    """The pytest arguments that select a grade's tests."""
+    return [*_suites(hidden, problems), *([] if gpu is None else ["-m", marker_expression(gpu)])]
+
+
 def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | None = None,
-                 gpu: bool | None = None) -> list[GradedTest]:
+                 gpu: bool | None = None, hidden_visibility: str = HIDDEN_VISIBILITY) -> list[GradedTest]:
     """The graded tests of the suites in `workspace`, without running any (collection never imports
     student code): every test (`gpu` None), or those a GPU (True) or CPU (False) grade runs."""
     with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
         report = Path(scratch) / "report.jsonl"
-        subprocess.run([sys.executable, "-m", "pytest", *_suites(hidden, problems), "--collect-only", "-q",
+        subprocess.run([sys.executable, "-m", "pytest", *_selection(hidden, problems, gpu), "--collect-only", "-q",
                         "--grading-report", str(report), "-p", "no:cacheprovider",
-                        *([] if gpu is None else ["-m", marker_expression(gpu)])],
+                        f"--hidden-visibility={hidden_visibility}"],
                        cwd=workspace,
                        env=_child_env(workspace), capture_output=True, stdin=subprocess.DEVNULL, check=False)
         tests = read_report(report).tests
     if not tests:
         raise RuntimeError("the test suite collected nothing; run `uv run pytest tests --collect-only` to see why")
     return list(tests.values())
+
+
+def listing_key(repo: Path, hidden: bool, problems: set[int] | None, gpu: bool | None,
+                hidden_visibility: str) -> dict[str, object]:
+    """What the list of a grade's tests depends on (see `staff.collected`), for the suites in `repo`."""
+    parts = [*SUITE_PARTS, *([str(HIDDEN_SUITE.relative_to(REPO_ROOT))] if hidden else [])]
+    return collected.key(repo, parts, _selection(hidden, problems, gpu), hidden_visibility)
+
+
+def graded_tests(workspace: Path, hidden: bool, problems: set[int] | None, gpu: bool | None,
+                 hidden_visibility: str) -> list[GradedTest]:
+    """The tests a grade would run, as the bundle listed them when the list is for these suites and
+    this selection, else collected from the suites in `workspace` (a copy of this tree's)."""
+    listed = collected.load(LISTED_TESTS, listing_key(REPO_ROOT, hidden, problems, gpu, hidden_visibility))
+    print(f"the graded tests: {'listed by the bundle' if listed is not None else 'collected'}", file=sys.stderr)
+    return listed if listed is not None else collect_only(workspace, hidden, problems, gpu, hidden_visibility)
 
 
 def _lay(submission: Path, scratch: Path) -> tuple[Path, str | None]:
@@ -337,7 +366,8 @@ def grade(
     with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch_name:
         scratch = Path(scratch_name)
         package, problem = _lay(submission, scratch)
-        # An unusable submission is not run at all: its tests are only collected, in the simple layout.
+        # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
+        # listed them), in the simple layout.
         confined = None if in_process or problem is not None else options
         workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined)
         shutil.rmtree(package)
@@ -354,6 +384,8 @@ def grade(
             report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
             tests = list(report.tests.values())
             protections = dict(report.notes.get("protections") or {})
+            if workspace.no_user is not None:  # the worker only knows it was given no uid; this says why
+                protections["separate user"] = f"off: {workspace.no_user}"
             if isinstance(report.notes.get("peak_rss_bytes"), int):
                 usage["test process peak RSS"] = report.notes["peak_rss_bytes"]
             if "grader_out_of_memory" in report.notes:
@@ -368,7 +400,7 @@ def grade(
                 summary = next(t.output for t in tests if t.output.startswith(NEVER_FINISHED)).replace(
                     f"{NEVER_FINISHED}: ", "The test run stopped early: ") + " Tests that did not finish score 0."
         else:
-            tests = collect_only(workspace.grader, hidden, problems, gpu)
+            tests = graded_tests(workspace.grader, hidden, problems, gpu, hidden_visibility)
             message = f"Your submission could not be loaded, so no test ran:\n{problem}"
             for test in tests:
                 _not_run(test, message)

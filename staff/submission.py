@@ -6,6 +6,7 @@ climb out of the destination, entry counts and sizes are capped before anything 
 own directory is checked first, so a zip of a million entries is refused at once), and every way a
 zip member can fail to read (encrypted, an unknown compression method, corrupt data) becomes a
 message. A broken or hostile archive therefore yields a clear message, never a crash or a mess.
+Messages name what is inside the upload, never where the grading machine keeps it.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def _copy_folder(package: Path, dest: Path) -> None:
         raise SubmissionError(f"symbolic links are not accepted: {names}")
     regular = [p for p in files if stat.S_ISREG(p.lstat().st_mode)]
     if len(regular) > MAX_FILES or sum(p.lstat().st_size for p in regular) > MAX_TOTAL_BYTES:
-        raise _too_large(str(package))
+        raise _too_large(f"{PACKAGE}/")
     linked = [p for p in regular if p.lstat().st_nlink > 1]
     if linked:
         raise SubmissionError(f"hard links are not accepted: {', '.join(str(p.relative_to(package)) for p in linked)}")
@@ -153,7 +154,9 @@ def find_package(submission: Path) -> Path | None:
             return submission
         if (submission / PACKAGE).is_dir():
             return submission / PACKAGE
-        raise SubmissionError(f"{submission} holds no {PACKAGE}/ folder")
+        names = sorted(p.name + "/" * p.is_dir() for p in submission.iterdir())
+        found = f"found: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}" if names else "it is empty"
+        raise SubmissionError(f"the submission holds no {PACKAGE}/ folder ({found})")
     return None
 
 
@@ -168,7 +171,7 @@ def lay_package(submission: Path, dest: Path) -> None:
     package = find_package(submission)
     if package is not None:
         if package.is_symlink():
-            raise SubmissionError(f"{package} is a symbolic link; submit the folder itself")
+            raise SubmissionError(f"{PACKAGE}/ is a symbolic link; submit the folder itself")
         _copy_folder(package, dest)
     elif submission.is_file() and zipfile.is_zipfile(submission):
         _extract_zip(submission, dest)

@@ -12,8 +12,9 @@ Everything root makes for the worker is made in folders the worker cannot change
 `shared/` before the worker starts, each test's folder inside `shared/` (see `make_shared_folder`),
 so no link the worker plants can turn root's mkdir or chown onto another path.
 
-As root, the worker runs as a user of its own (a high uid no account uses, new for every grade),
-so it can read `code/` and the Python environment, and nothing of the grader's.
+As root, the worker runs as a user of its own (a uid no account uses, new for every grade, inside
+the ids the container maps: see `staff.sandbox.uids`), so it can read `code/` and the Python
+environment, and nothing of the grader's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import glob
 import json
 import os
 import re
-import secrets
 import shutil
 import stat
 import sys
@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from staff.sandbox.client import Limits, WorkerConfig, site_packages
+from staff.sandbox.uids import worker_uids
 
-SANDBOX_UID_BASE = 1_800_000_000  # far above any account's uid and the ranges containers map
 WORKER_FILES = ("worker.py", "frames.py", "confine.py")
 SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
                     "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/proc", "/sys",
@@ -69,6 +69,7 @@ class Workspace:
     worker: Path
     shared: Path
     settings: Path | None  # the sandbox plugin's settings (None when grading in-process)
+    no_user: str | None = None  # why the worker has no user of its own though one was asked for
 
 
 def make_shared_folder(shared: Path, name: str, owner: tuple[int, int] | None) -> Path:
@@ -160,10 +161,9 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     _open_to_others(code)
     worker.mkdir(mode=0o700)
     shared.mkdir(mode=0o711)
-    uid = None
+    uid, no_user = None, None
     if options.separate_user and os.geteuid() == 0:
-        uid = SANDBOX_UID_BASE + secrets.randbelow(1 << 24)
-        os.chown(worker, uid, uid)
+        uid, no_user = _worker_user(worker)
     packages = site_packages()
     config = WorkerConfig(
         code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
@@ -179,4 +179,17 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         "startup_timeout_s": options.startup_timeout_s, "test_budget_s": options.test_budget_s,
         "import_timeout_s": options.import_timeout_s, "modules": module_names(package, "cs336_basics"),
     }))
-    return Workspace(scratch, grader, code, worker, shared, settings)
+    return Workspace(scratch, grader, code, worker, shared, settings, no_user)
+
+
+def _worker_user(folder: Path) -> tuple[int | None, str | None]:
+    """A uid for the worker, with `folder` given to it; or None and why the worker gets no user of its own."""
+    uids = worker_uids()
+    uid = uids.pick()
+    if uid is None:
+        return None, uids.reason
+    try:
+        os.chown(folder, uid, uid)
+    except OSError as error:  # a map that says more than the kernel allows
+        return None, f"the container cannot give files to uid {uid} ({error.strerror})"
+    return uid, None

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,13 @@ import pytest
 from staff import autograder, samples
 from staff.bundle import build_bundle, check, planned_files, unpack
 from staff.cli import main
-from staff.grade import REPO_ROOT
+from staff.collected import COLLECTED_FILE
+from staff.grade import REPO_ROOT, listing_key
 from staff.gradescope import validate_results
+from staff.pins import python_pin
 from staff.redteam.corpus import build, judge, load_cases
 from staff.release.proc import ReleaseError
+from tests.grading import HIDDEN_VISIBILITY
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -32,17 +36,23 @@ def autograder_root(tmp_path_factory) -> Path:
     assert main(["bundle", str(bundle)]) == 0
     root = base / "autograder"
     unpack(bundle, root / "source")
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "CS336_ENV": str(base / "env")}
-    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH"):
+    # No internet here: an installed interpreter of exactly the pinned version stands in for `uv python install`.
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "CS336_ENV": str(base / "env"),
+           "UV_PYTHON_PREFERENCE": "only-system"}
+    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "UV_PYTHON"):
         env.pop(name, None)
     done = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    built = subprocess.run([str(base / "env" / "venv" / "bin" / "python"), "-c", "import platform; "
+                            "print(platform.python_version())"], capture_output=True, text=True, check=True)
+    assert built.stdout.strip() == python_pin(REPO_ROOT)  # the environment runs the pinned Python, no other
     return root
 
 
-def run_autograder(root: Path, upload) -> dict:
-    """Put an upload into root/submission the way Gradescope does, run run_autograder, read the results."""
+def run_autograder(root: Path, upload, log: list[str] | None = None) -> dict:
+    """Put an upload into root/submission the way Gradescope does, run run_autograder, read the results
+    (and append what it wrote to stderr to `log`)."""
     submission = root / "submission"
     shutil.rmtree(submission, ignore_errors=True)
     shutil.rmtree(root / "results", ignore_errors=True)
@@ -53,6 +63,8 @@ def run_autograder(root: Path, upload) -> dict:
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    if log is not None:
+        log.append(done.stderr)
     results = json.loads((root / "results" / "results.json").read_text())
     assert validate_results(results) == [], results
     return results
@@ -102,6 +114,26 @@ def test_the_stubs_and_a_broken_submission_get_zero_with_the_reason(autograder_r
 
     results = run_autograder(autograder_root, broken)
     assert results["score"] == 0 and "SyntaxError" in results["output"] and "model.py" in results["output"]
+    assert not any(path in json.dumps(results) for path in ("/tmp/", "staff-grade-", str(autograder_root)))
+
+
+def test_an_empty_upload_and_a_zip_without_the_package_score_zero_from_the_bundles_list(autograder_root, tmp_path):
+    source = autograder_root / "source"
+    listed = json.loads((source / COLLECTED_FILE).read_text())
+    assert listed["key"] == listing_key(source, True, None, False, HIDDEN_VISIBILITY)  # what grade will look for
+
+    def no_package(submission: Path) -> None:
+        with zipfile.ZipFile(submission / "work.zip", "w") as zf:
+            zf.writestr("work/notes.txt", "hello")
+
+    for upload, reason in ((lambda s: None, "(it is empty)"), (no_package, "found: none")):
+        log = []
+        results = run_autograder(autograder_root, upload, log)
+        assert "the graded tests: listed by the bundle" in log[0]  # no pytest collection ran
+        assert results["score"] == 0 and len(results["tests"]) == len(listed["tests"]) and reason in results["output"]
+        shown = json.dumps(results)
+        for path in ("/tmp/", str(autograder_root), "staff-grade-", "<home>", "<grading folder>"):
+            assert path not in shown, f"{path} in results.json"
 
 
 def test_a_submission_forging_results_gets_zero(autograder_root, tmp_path):
