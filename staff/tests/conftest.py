@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,10 @@ import pytest
 
 from staff import samples
 from staff.batch import grade_batch
-from staff.grade import grade
+from staff.bundle import unpack
+from staff.cli import main
+from staff.grade import REPO_ROOT, grade
+from staff.pins import python_pin
 from staff.redteam.corpus import Case, build, load_cases
 from staff.redteam.planted import planted_sources
 from staff.sandbox.client import Limits
@@ -81,3 +85,26 @@ def graded(tmp_path_factory) -> Graded:
     with planted_sources():  # what an earlier grade might have left, for the cases that look for it
         grade_batch(folder, out, grader, jobs=2, progress=False)
     return Graded(out, cases)
+
+
+@pytest.fixture(scope="session")
+def autograder_root(tmp_path_factory) -> Path:
+    """An /autograder root with the bundle unpacked into source/ and setup.sh run (about a minute), shared by
+    the bundle's tests and the container's."""
+    base = tmp_path_factory.mktemp("gradescope")
+    bundle = base / "autograder.zip"
+    assert main(["bundle", str(bundle)]) == 0
+    root = base / "autograder"
+    unpack(bundle, root / "source")
+    # No internet here: an installed interpreter of exactly the pinned version stands in for `uv python install`.
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "CS336_ENV": str(base / "env"),
+           "UV_PYTHON_PREFERENCE": "only-system"}
+    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "UV_PYTHON"):
+        env.pop(name, None)
+    done = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    built = subprocess.run([str(base / "env" / "venv" / "bin" / "python"), "-c", "import platform; "
+                            "print(platform.python_version())"], capture_output=True, text=True, check=True)
+    assert built.stdout.strip() == python_pin(REPO_ROOT)  # the environment runs the pinned Python, no other
+    return root

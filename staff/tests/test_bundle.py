@@ -15,12 +15,10 @@ from pathlib import Path
 import pytest
 
 from staff import autograder, samples
-from staff.bundle import build_bundle, check, planned_files, unpack
-from staff.cli import main
+from staff.bundle import build_bundle, check, planned_files
 from staff.collected import COLLECTED_FILE
 from staff.grade import REPO_ROOT, listing_key
 from staff.gradescope import validate_results
-from staff.pins import python_pin
 from staff.redteam.corpus import build, judge, load_cases
 from staff.release.proc import ReleaseError
 from tests.grading import HIDDEN_VISIBILITY
@@ -28,31 +26,9 @@ from tests.grading import HIDDEN_VISIBILITY
 pytestmark = pytest.mark.timeout(1200)
 
 
-@pytest.fixture(scope="module")
-def autograder_root(tmp_path_factory) -> Path:
-    """An /autograder root with the bundle unpacked into source/ and setup.sh run (about a minute)."""
-    base = tmp_path_factory.mktemp("gradescope")
-    bundle = base / "autograder.zip"
-    assert main(["bundle", str(bundle)]) == 0
-    root = base / "autograder"
-    unpack(bundle, root / "source")
-    # No internet here: an installed interpreter of exactly the pinned version stands in for `uv python install`.
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "CS336_ENV": str(base / "env"),
-           "UV_PYTHON_PREFERENCE": "only-system"}
-    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "UV_PYTHON"):
-        env.pop(name, None)
-    done = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    built = subprocess.run([str(base / "env" / "venv" / "bin" / "python"), "-c", "import platform; "
-                            "print(platform.python_version())"], capture_output=True, text=True, check=True)
-    assert built.stdout.strip() == python_pin(REPO_ROOT)  # the environment runs the pinned Python, no other
-    return root
-
-
-def run_autograder(root: Path, upload, log: list[str] | None = None) -> dict:
-    """Put an upload into root/submission the way Gradescope does, run run_autograder, read the results
-    (and append what it wrote to stderr to `log`)."""
+def place_upload(root: Path, upload) -> dict[str, str]:
+    """Empty root/submission and root/results, let `upload(submission folder)` fill the first as
+    Gradescope does, and return the environment run_autograder runs in."""
     submission = root / "submission"
     shutil.rmtree(submission, ignore_errors=True)
     shutil.rmtree(root / "results", ignore_errors=True)
@@ -60,6 +36,13 @@ def run_autograder(root: Path, upload, log: list[str] | None = None) -> dict:
     upload(submission)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env.update(AUTOGRADER_ROOT=str(root), CS336_ENV=str(root.parent / "env"))
+    return env
+
+
+def run_autograder(root: Path, upload, log: list[str] | None = None) -> dict:
+    """Put an upload into root/submission the way Gradescope does, run run_autograder, read the results
+    (and append what it wrote to stderr to `log`)."""
+    env = place_upload(root, upload)
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
