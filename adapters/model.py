@@ -5,6 +5,10 @@ Models go in as sizes and weights and come out as outputs and named parameters.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from unittest import mock
+
 import torch
 
 from adapters._route import routed
@@ -21,6 +25,56 @@ def run_linear_init(d_in: int, d_out: int) -> dict[str, torch.Tensor]:
     from cs336_basics import model
 
     return _parameters(model.Linear(d_in, d_out))
+
+
+@routed
+def run_linear_init_and_trunc_normal_init(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
+    """{"trunc_normal": trunc_normal_init(d_in, d_out) after torch.manual_seed(seed), "linear": a new
+    Linear(d_in, d_out)'s weight after torch.manual_seed(seed) again}: the same global generator state."""
+    from cs336_basics import init, model
+
+    torch.manual_seed(seed)
+    drawn = init.trunc_normal_init(d_in, d_out)
+    torch.manual_seed(seed)
+    weight = model.Linear(d_in, d_out).weight
+    return {"trunc_normal": drawn.detach().clone(), "linear": weight.detach().clone()}
+
+
+@contextmanager
+def _trunc_normal_draws() -> Iterator[list[torch.Tensor]]:
+    """Lists (copies of) what the student's trunc_normal_init returned inside the block, whether it is
+    called through cs336_basics.init or through the name model.py imported."""
+    from cs336_basics import init, model
+
+    original, drawn = init.trunc_normal_init, []
+
+    def recording(*args, **kwargs):
+        weight = original(*args, **kwargs)
+        drawn.append(weight.detach().clone())
+        return weight
+
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(init, "trunc_normal_init", recording))
+        if getattr(model, "trunc_normal_init", None) is original:
+            stack.enter_context(mock.patch.object(model, "trunc_normal_init", recording))
+        yield drawn
+
+
+@routed
+def run_cruncher_init_draws(dim: int, num_layers: int, seed: int) -> dict:
+    """Cruncher(dim, num_layers) built three times, after torch.manual_seed(seed), seed again, and
+    seed + 1: {"parameters": the first one's by name, "drawn": what trunc_normal_init returned while
+    it was built, "again", "other": the second and third ones' parameters by name}."""
+    from cs336_basics import model
+
+    torch.manual_seed(seed)
+    with _trunc_normal_draws() as drawn:
+        first = _parameters(model.Cruncher(dim, num_layers))
+    torch.manual_seed(seed)
+    again = _parameters(model.Cruncher(dim, num_layers))
+    torch.manual_seed(seed + 1)
+    other = _parameters(model.Cruncher(dim, num_layers))
+    return {"parameters": first, "drawn": drawn, "again": again, "other": other}
 
 
 @routed
