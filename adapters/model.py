@@ -24,7 +24,8 @@ def run_linear_init(d_in: int, d_out: int) -> dict[str, torch.Tensor]:
     """A new Linear(d_in, d_out)'s parameters by name."""
     from cs336_basics import model
 
-    return _parameters(model.Linear(d_in, d_out))
+    with _stand_in_init():
+        return _parameters(model.Linear(d_in, d_out))
 
 
 @routed
@@ -41,10 +42,22 @@ def run_linear_init_and_trunc_normal_init(d_in: int, d_out: int, seed: int) -> d
 
 
 @contextmanager
-def _trunc_normal_draws() -> Iterator[list[torch.Tensor]]:
-    """Lists (copies of) what the student's trunc_normal_init returned inside the block, whether it is
-    called through cs336_basics.init or through the name model.py imported."""
+def _trunc_normal_init_replaced(replacement) -> Iterator[None]:
+    """Inside the block, the student's trunc_normal_init is `replacement`, whether it is called through
+    cs336_basics.init or through the name model.py imported."""
     from cs336_basics import init, model
+
+    with ExitStack() as stack:
+        if getattr(model, "trunc_normal_init", None) is init.trunc_normal_init:
+            stack.enter_context(mock.patch.object(model, "trunc_normal_init", replacement))
+        stack.enter_context(mock.patch.object(init, "trunc_normal_init", replacement))
+        yield
+
+
+@contextmanager
+def _trunc_normal_draws() -> Iterator[list[torch.Tensor]]:
+    """Lists (copies of) what the student's trunc_normal_init returned inside the block."""
+    from cs336_basics import init
 
     original, drawn = init.trunc_normal_init, []
 
@@ -53,19 +66,31 @@ def _trunc_normal_draws() -> Iterator[list[torch.Tensor]]:
         drawn.append(weight.detach().clone())
         return weight
 
-    with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(init, "trunc_normal_init", recording))
-        if getattr(model, "trunc_normal_init", None) is original:
-            stack.enter_context(mock.patch.object(model, "trunc_normal_init", recording))
+    with _trunc_normal_init_replaced(recording):
         yield drawn
+
+
+def _stand_in(d_in: int, d_out: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """A float32 (d_in, d_out) weight of std 1/sqrt(d_in): what Problem 6 asks trunc_normal_init to return."""
+    return torch.randn(d_in, d_out, generator=generator).clamp_(-3.0, 3.0) / d_in**0.5
+
+
+def _stand_in_init():
+    """Problem 7's tests of shapes, names, forward and gradients build the student's modules with a
+    stand-in for trunc_normal_init, so that a Problem 6 mistake (a wrong shape or dtype) costs no point
+    here; the initialization tests watch the student's own (run_linear_init_and_trunc_normal_init,
+    run_cruncher_init_draws)."""
+    return _trunc_normal_init_replaced(_stand_in)
 
 
 @routed
 def run_cruncher_init_draws(dim: int, num_layers: int, seed: int) -> dict:
     """Cruncher(dim, num_layers) built three times, after torch.manual_seed(seed), seed again, and
     seed + 1: {"parameters": the first one's by name, "drawn": what trunc_normal_init returned while
-    it was built, "again", "other": the second and third ones' parameters by name}."""
-    from cs336_basics import model
+    it was built, "again", "other": the second and third ones' parameters by name,
+    "init_draws_anew": whether two calls of the student's trunc_normal_init(dim, dim) in a row differ,
+    "init_follows_the_seed": whether it differs after torch.manual_seed(seed) and seed + 1}."""
+    from cs336_basics import init, model
 
     torch.manual_seed(seed)
     with _trunc_normal_draws() as drawn:
@@ -74,7 +99,12 @@ def run_cruncher_init_draws(dim: int, num_layers: int, seed: int) -> dict:
     again = _parameters(model.Cruncher(dim, num_layers))
     torch.manual_seed(seed + 1)
     other = _parameters(model.Cruncher(dim, num_layers))
-    return {"parameters": first, "drawn": drawn, "again": again, "other": other}
+    torch.manual_seed(seed)
+    one, two = init.trunc_normal_init(dim, dim), init.trunc_normal_init(dim, dim)
+    torch.manual_seed(seed + 1)
+    three = init.trunc_normal_init(dim, dim)
+    return {"parameters": first, "drawn": drawn, "again": again, "other": other,
+            "init_draws_anew": not torch.equal(one, two), "init_follows_the_seed": not torch.equal(one, three)}
 
 
 @routed
@@ -82,7 +112,8 @@ def run_linear(d_in: int, d_out: int, weight: torch.Tensor, x: torch.Tensor) -> 
     """Linear(d_in, d_out) with the given weight, applied to x."""
     from cs336_basics import model
 
-    layer = model.Linear(d_in, d_out)
+    with _stand_in_init():
+        layer = model.Linear(d_in, d_out)
     layer.load_state_dict({"weight": weight})
     with torch.no_grad():
         return layer(x)
@@ -93,7 +124,8 @@ def run_cruncher_init(dim: int, num_layers: int) -> dict:
     """{"parameters": a new Cruncher's parameters by name, "num_parameters": the student's count of them}."""
     from cs336_basics import model
 
-    cruncher = model.Cruncher(dim, num_layers)
+    with _stand_in_init():
+        cruncher = model.Cruncher(dim, num_layers)
     return {"parameters": _parameters(cruncher), "num_parameters": int(model.num_parameters(cruncher))}
 
 
@@ -102,7 +134,8 @@ def run_cruncher(dim: int, num_layers: int, state_dict: dict[str, torch.Tensor],
     """Cruncher(dim, num_layers) with the given weights (strictly loaded), applied to x."""
     from cs336_basics import model
 
-    cruncher = model.Cruncher(dim, num_layers)
+    with _stand_in_init():
+        cruncher = model.Cruncher(dim, num_layers)
     cruncher.load_state_dict(state_dict)
     with torch.no_grad():
         return cruncher(x)
@@ -139,7 +172,8 @@ def run_cruncher_gradients(
     to each parameter, by name (None for a parameter that got none)."""
     from cs336_basics import model
 
-    cruncher = model.Cruncher(dim, num_layers)
+    with _stand_in_init():
+        cruncher = model.Cruncher(dim, num_layers)
     cruncher.load_state_dict(state_dict)
     cruncher(x).sum().backward()
     return {name: None if p.grad is None else p.grad.detach().clone() for name, p in cruncher.named_parameters()}
