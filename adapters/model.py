@@ -1,6 +1,8 @@
 """Problem 7 adapters: Linear, Cruncher and parameter counting (handout/07_model.md).
 
-Models go in as sizes and weights and come out as outputs and named parameters.
+Models go in as sizes and weights and come out as outputs and named parameters. Modules are built
+with a stand-in for the student's trunc_normal_init, except where a test watches the student's own
+(Problem 6 grades it; Problem 7 only that Linear uses it).
 """
 
 from __future__ import annotations
@@ -17,28 +19,6 @@ from adapters._route import routed
 def _parameters(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     """Copies of the parameters by name, each keeping its requires_grad flag."""
     return {name: p.detach().clone().requires_grad_(p.requires_grad) for name, p in module.named_parameters()}
-
-
-@routed
-def run_linear_init(d_in: int, d_out: int) -> dict[str, torch.Tensor]:
-    """A new Linear(d_in, d_out)'s parameters by name."""
-    from cs336_basics import model
-
-    with _stand_in_init():
-        return _parameters(model.Linear(d_in, d_out))
-
-
-@routed
-def run_linear_init_and_trunc_normal_init(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
-    """{"trunc_normal": trunc_normal_init(d_in, d_out) after torch.manual_seed(seed), "linear": a new
-    Linear(d_in, d_out)'s weight after torch.manual_seed(seed) again}: the same global generator state."""
-    from cs336_basics import init, model
-
-    torch.manual_seed(seed)
-    drawn = init.trunc_normal_init(d_in, d_out)
-    torch.manual_seed(seed)
-    weight = model.Linear(d_in, d_out).weight
-    return {"trunc_normal": drawn.detach().clone(), "linear": weight.detach().clone()}
 
 
 @contextmanager
@@ -81,6 +61,28 @@ def _stand_in_init():
     here; the initialization tests watch the student's own (run_linear_init_and_trunc_normal_init,
     run_cruncher_init_draws)."""
     return _trunc_normal_init_replaced(_stand_in)
+
+
+@routed
+def run_linear_init(d_in: int, d_out: int) -> dict[str, torch.Tensor]:
+    """A new Linear(d_in, d_out)'s parameters by name (built with the stand-in initializer)."""
+    from cs336_basics import model
+
+    with _stand_in_init():
+        return _parameters(model.Linear(d_in, d_out))
+
+
+@routed
+def run_linear_init_and_trunc_normal_init(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
+    """{"trunc_normal": trunc_normal_init(d_in, d_out) after torch.manual_seed(seed), "linear": a new
+    Linear(d_in, d_out)'s weight after torch.manual_seed(seed) again}: the same global generator state."""
+    from cs336_basics import init, model
+
+    torch.manual_seed(seed)
+    drawn = init.trunc_normal_init(d_in, d_out)
+    torch.manual_seed(seed)
+    weight = model.Linear(d_in, d_out).weight
+    return {"trunc_normal": drawn.detach().clone(), "linear": weight.detach().clone()}
 
 
 @routed
