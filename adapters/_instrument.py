@@ -24,6 +24,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 FlopCounterMode = flop_counter.FlopCounterMode
 
 _MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default}
+# Ops that draw random numbers, by name (every overload): what a timer must keep out of its clock.
+_RANDOM_DRAWS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
+                 "normal_", "uniform_", "random_", "bernoulli", "bernoulli_", "exponential_", "multinomial"}
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -36,21 +39,27 @@ class ScriptedMatmuls(TorchDispatchMode):
     """Counts matrix multiplies and the dtypes they ran in; the i-th one also sleeps `delays[i]`
     seconds (none past the list), so a timer sees durations the test chose. `seconds` holds how long
     each matmul really took, sleep included: on a busy machine a sleep overruns, and a correct timer
-    measures the overrun too."""
+    measures the overrun too. Every op that draws random numbers sleeps `random_delay` seconds, so a
+    timer that draws its inputs inside its clock reports that much more; `random_draws` counts them."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         return False  # nothing here is compiled; skipping would import torch._dynamo (seconds) on first use
 
-    def __init__(self, delays: list[float] | None = None) -> None:
+    def __init__(self, delays: list[float] | None = None, random_delay: float = 0.0) -> None:
         super().__init__()
         self.delays = list(delays or [])
+        self.random_delay, self.random_draws = random_delay, 0
         self.calls = 0
         self.dtypes: set[str] = set()
         self.seconds: list[float] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func not in _MATMULS:
+            if func.overloadpacket.__name__ in _RANDOM_DRAWS:
+                self.random_draws += 1
+                if self.random_delay:
+                    time.sleep(self.random_delay)
             return func(*args, **(kwargs or {}))
         started = time.perf_counter()
         if self.calls < len(self.delays):
@@ -148,3 +157,29 @@ def resident_bytes(path: str | os.PathLike) -> int:
     if failed:
         raise OSError(ctypes.get_errno(), "mincore failed")
     return sum(byte & 1 for byte in status) * mmap.PAGESIZE
+
+
+class EinopsCalls:
+    """Counts calls into einops inside the block: `einsum`, `rearrange`, `reduce` and `repeat` all
+    go through `einops.einops.get_backend`, whatever name the student imported them under, so that
+    one function is watched. `calls` is the count."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._patch = None
+
+    def __enter__(self) -> EinopsCalls:
+        import einops.einops
+
+        original = einops.einops.get_backend
+
+        def counting(*args, **kwargs):
+            self.calls += 1
+            return original(*args, **kwargs)
+
+        self._patch = mock.patch.object(einops.einops, "get_backend", counting)
+        self._patch.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._patch.__exit__(*exc)

@@ -144,3 +144,28 @@ def run_set_seed_then_draw(seed: int, count: int) -> dict[str, list[float]]:
     checkpoint.set_seed(seed)
     return {"torch": torch.rand(count).tolist(), "numpy": np.random.rand(count).tolist(),
             "random": [random.random() for _ in range(count)]}
+
+
+@routed
+def run_save_and_load_in_the_working_folder(dims: list[int], model_state: dict, optimizer_state: dict,
+                                            iteration: int, folder: str, name: str) -> dict:
+    """In a new folder made inside `folder` (on the student's side, so the student's code may write
+    there), made the working folder for the call: save_checkpoint to the bare file name `name` (no
+    folder part, as `"ckpt.pt"`), then load_checkpoint from it into a fresh model and optimizer.
+    {"iteration": what load returned, "model": the loaded model's state dict, "files": the folder's
+    file names afterwards}."""
+    import tempfile
+
+    from cs336_basics import checkpoint
+
+    model, optimizer = _restored(dims, model_state, optimizer_state)
+    here, work = os.getcwd(), tempfile.mkdtemp(dir=folder)
+    os.chdir(work)
+    try:
+        checkpoint.save_checkpoint(model, optimizer, iteration, name)
+        fresh_model, fresh_optimizer = build_training(dims)
+        loaded = checkpoint.load_checkpoint(name, fresh_model, fresh_optimizer)
+        files = sorted(os.listdir("."))
+    finally:
+        os.chdir(here)
+    return {"iteration": loaded, "model": fresh_model.state_dict(), "files": files}

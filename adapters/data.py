@@ -51,3 +51,42 @@ def run_get_batch_from_file(
     with HostToDeviceCopies() as watch:
         inputs, targets = data.get_batch(tokens, batch_size, context_length, device, to_generator(seed))
     return {"inputs": inputs, "targets": targets, "copies": watch.copies}
+
+
+@routed
+def run_get_batch_generator_use(tokens: np.ndarray, batch_size: int, context_length: int, seed: int) -> dict:
+    """get_batch's inputs with generators: {"first": from a generator seeded `seed`, "second": the
+    next batch from that same generator, "advanced": from another generator seeded `seed` that first
+    drew 1,000 numbers of its own, "global_untouched": whether torch's global generator was in the
+    same state after the three calls as before them}."""
+    import torch
+
+    from cs336_basics import data
+
+    tokens.flags.writeable = False
+    before = torch.get_rng_state()
+    generator = torch.Generator().manual_seed(seed)
+    first = data.get_batch(tokens, batch_size, context_length, "cpu", generator)[0]
+    second = data.get_batch(tokens, batch_size, context_length, "cpu", generator)[0]
+    advanced_generator = torch.Generator().manual_seed(seed)
+    torch.rand(1000, generator=advanced_generator)
+    advanced = data.get_batch(tokens, batch_size, context_length, "cpu", advanced_generator)[0]
+    return {"first": first, "second": second, "advanced": advanced,
+            "global_untouched": bool(torch.equal(before, torch.get_rng_state()))}
+
+
+@routed
+def run_get_batch_from_global_seed(tokens: np.ndarray, batch_size: int, context_length: int, seed: int) -> dict:
+    """get_batch's inputs with no generator: {"first": after torch.manual_seed(seed), "second": the
+    next call's, with no new seed, "again": after torch.manual_seed(seed) once more}."""
+    import torch
+
+    from cs336_basics import data
+
+    tokens.flags.writeable = False
+    torch.manual_seed(seed)
+    first = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
+    second = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
+    torch.manual_seed(seed)
+    again = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
+    return {"first": first, "second": second, "again": again}

@@ -66,3 +66,19 @@ def run_einsum_flops(pattern: str, shape_a: list[int], shape_b: list[int]) -> in
     from cs336_basics import einops_ops
 
     return int(einops_ops.einsum_flops(pattern, tuple(shape_a), tuple(shape_b)))
+
+
+@routed
+def run_counting_einops_calls(function: str, args: list) -> dict:
+    """{"result": einops_ops.<function>(*args), "einops_calls": how many einops operations (einsum,
+    rearrange, reduce, repeat) the call made}. `function` is one of the six tensor functions."""
+    from cs336_basics import einops_ops
+
+    from adapters._instrument import EinopsCalls
+
+    if function not in {"attention_scores", "split_heads", "merge_heads", "per_head_linear", "sum_hidden",
+                        "max_over_sequence"}:
+        raise ValueError(f"not a tensor function of Problem 3: {function!r}")
+    with EinopsCalls() as watch:
+        result = getattr(einops_ops, function)(*args)
+    return {"result": result, "einops_calls": watch.calls}

@@ -84,15 +84,18 @@ def run_time_matmul(
     num_trials: int,
     promised: float | None = None,
     matmul_delays: list[float] | None = None,
+    random_delay: float = 0.0,
 ) -> dict[str, float | int | None]:
     """{"seconds", "flop_per_sec", "mfu"} measured for an (m, k) @ (k, n) matmul, with TF32 off for the
     call (float32 means float32 math, as in the tests' harness; handout §4.6); "matmuls": how many
     matrix multiplies the call ran, "matmul_dtypes": the sorted dtype names they ran in, and
     "matmul_seconds": how long each matmul really took. With `matmul_delays`, the i-th matmul also sleeps
-    matmul_delays[i] seconds, so the test knows what a correct timer must report."""
+    matmul_delays[i] seconds, so the test knows what a correct timer must report. With `random_delay`,
+    every op that draws random numbers (torch.randn and the like) sleeps that long, and "random_draws"
+    counts them."""
     from cs336_basics import flops
 
-    with float32_matmuls(), ScriptedMatmuls(matmul_delays) as script:
+    with float32_matmuls(), ScriptedMatmuls(matmul_delays, random_delay) as script:
         timing = flops.time_matmul(m, k, n, to_dtype(dtype), device, num_warmup, num_trials, promised)
     return {
         "seconds": float(timing.seconds),
@@ -101,4 +104,5 @@ def run_time_matmul(
         "matmuls": script.calls,
         "matmul_dtypes": sorted(script.dtypes),
         "matmul_seconds": script.seconds,
+        "random_draws": script.random_draws,
     }

@@ -1,9 +1,15 @@
 """Problem 7 adapters: Linear, Cruncher and parameter counting (handout/07_model.md).
 
-Models go in as sizes and weights and come out as outputs and named parameters.
+Models go in as sizes and weights and come out as outputs and named parameters. Modules are built
+with a stand-in for the student's trunc_normal_init, except where a test watches the student's own
+(Problem 6 grades it; Problem 7 only that Linear uses it).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from unittest import mock
 
 import torch
 
@@ -15,12 +21,92 @@ def _parameters(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone().requires_grad_(p.requires_grad) for name, p in module.named_parameters()}
 
 
+@contextmanager
+def _trunc_normal_init_replaced(replacement) -> Iterator[None]:
+    """Inside the block, the student's trunc_normal_init is `replacement`, whether it is called through
+    cs336_basics.init or through the name model.py imported."""
+    from cs336_basics import init, model
+
+    with ExitStack() as stack:
+        if getattr(model, "trunc_normal_init", None) is init.trunc_normal_init:
+            stack.enter_context(mock.patch.object(model, "trunc_normal_init", replacement))
+        stack.enter_context(mock.patch.object(init, "trunc_normal_init", replacement))
+        yield
+
+
+@contextmanager
+def _trunc_normal_draws() -> Iterator[list[torch.Tensor]]:
+    """Lists (copies of) what the student's trunc_normal_init returned inside the block."""
+    from cs336_basics import init
+
+    original, drawn = init.trunc_normal_init, []
+
+    def recording(*args, **kwargs):
+        weight = original(*args, **kwargs)
+        drawn.append(weight.detach().clone())
+        return weight
+
+    with _trunc_normal_init_replaced(recording):
+        yield drawn
+
+
+def _stand_in(d_in: int, d_out: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """A float32 (d_in, d_out) weight of std 1/sqrt(d_in): what Problem 6 asks trunc_normal_init to return."""
+    return torch.randn(d_in, d_out, generator=generator).clamp_(-3.0, 3.0) / d_in**0.5
+
+
+def _stand_in_init():
+    """Problem 7's tests of shapes, names, forward and gradients build the student's modules with a
+    stand-in for trunc_normal_init, so that a Problem 6 mistake (a wrong shape or dtype) costs no point
+    here; the initialization tests watch the student's own (run_linear_init_and_trunc_normal_init,
+    run_cruncher_init_draws)."""
+    return _trunc_normal_init_replaced(_stand_in)
+
+
 @routed
 def run_linear_init(d_in: int, d_out: int) -> dict[str, torch.Tensor]:
-    """A new Linear(d_in, d_out)'s parameters by name."""
+    """A new Linear(d_in, d_out)'s parameters by name (built with the stand-in initializer)."""
     from cs336_basics import model
 
-    return _parameters(model.Linear(d_in, d_out))
+    with _stand_in_init():
+        return _parameters(model.Linear(d_in, d_out))
+
+
+@routed
+def run_linear_init_and_trunc_normal_init(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
+    """{"trunc_normal": trunc_normal_init(d_in, d_out) after torch.manual_seed(seed), "linear": a new
+    Linear(d_in, d_out)'s weight after torch.manual_seed(seed) again}: the same global generator state."""
+    from cs336_basics import init, model
+
+    torch.manual_seed(seed)
+    drawn = init.trunc_normal_init(d_in, d_out)
+    torch.manual_seed(seed)
+    weight = model.Linear(d_in, d_out).weight
+    return {"trunc_normal": drawn.detach().clone(), "linear": weight.detach().clone()}
+
+
+@routed
+def run_cruncher_init_draws(dim: int, num_layers: int, seed: int) -> dict:
+    """Cruncher(dim, num_layers) built three times, after torch.manual_seed(seed), seed again, and
+    seed + 1: {"parameters": the first one's by name, "drawn": what trunc_normal_init returned while
+    it was built, "again", "other": the second and third ones' parameters by name,
+    "init_draws_anew": whether two calls of the student's trunc_normal_init(dim, dim) in a row differ,
+    "init_follows_the_seed": whether it differs after torch.manual_seed(seed) and seed + 1}."""
+    from cs336_basics import init, model
+
+    torch.manual_seed(seed)
+    with _trunc_normal_draws() as drawn:
+        first = _parameters(model.Cruncher(dim, num_layers))
+    torch.manual_seed(seed)
+    again = _parameters(model.Cruncher(dim, num_layers))
+    torch.manual_seed(seed + 1)
+    other = _parameters(model.Cruncher(dim, num_layers))
+    torch.manual_seed(seed)
+    one, two = init.trunc_normal_init(dim, dim), init.trunc_normal_init(dim, dim)
+    torch.manual_seed(seed + 1)
+    three = init.trunc_normal_init(dim, dim)
+    return {"parameters": first, "drawn": drawn, "again": again, "other": other,
+            "init_draws_anew": not torch.equal(one, two), "init_follows_the_seed": not torch.equal(one, three)}
 
 
 @routed
@@ -28,7 +114,8 @@ def run_linear(d_in: int, d_out: int, weight: torch.Tensor, x: torch.Tensor) -> 
     """Linear(d_in, d_out) with the given weight, applied to x."""
     from cs336_basics import model
 
-    layer = model.Linear(d_in, d_out)
+    with _stand_in_init():
+        layer = model.Linear(d_in, d_out)
     layer.load_state_dict({"weight": weight})
     with torch.no_grad():
         return layer(x)
@@ -39,7 +126,8 @@ def run_cruncher_init(dim: int, num_layers: int) -> dict:
     """{"parameters": a new Cruncher's parameters by name, "num_parameters": the student's count of them}."""
     from cs336_basics import model
 
-    cruncher = model.Cruncher(dim, num_layers)
+    with _stand_in_init():
+        cruncher = model.Cruncher(dim, num_layers)
     return {"parameters": _parameters(cruncher), "num_parameters": int(model.num_parameters(cruncher))}
 
 
@@ -48,7 +136,8 @@ def run_cruncher(dim: int, num_layers: int, state_dict: dict[str, torch.Tensor],
     """Cruncher(dim, num_layers) with the given weights (strictly loaded), applied to x."""
     from cs336_basics import model
 
-    cruncher = model.Cruncher(dim, num_layers)
+    with _stand_in_init():
+        cruncher = model.Cruncher(dim, num_layers)
     cruncher.load_state_dict(state_dict)
     with torch.no_grad():
         return cruncher(x)
@@ -85,7 +174,8 @@ def run_cruncher_gradients(
     to each parameter, by name (None for a parameter that got none)."""
     from cs336_basics import model
 
-    cruncher = model.Cruncher(dim, num_layers)
+    with _stand_in_init():
+        cruncher = model.Cruncher(dim, num_layers)
     cruncher.load_state_dict(state_dict)
     cruncher(x).sum().backward()
     return {name: None if p.grad is None else p.grad.detach().clone() for name, p in cruncher.named_parameters()}

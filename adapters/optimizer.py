@@ -118,3 +118,25 @@ def run_training_step_flops(batch_size: int, num_parameters: int) -> int:
     from cs336_basics import optimizer
 
     return int(optimizer.training_step_flops(batch_size, num_parameters))
+
+
+@routed
+def run_adagrad_step_with_gradient_closure(param: torch.Tensor, stale_grad: torch.Tensor,
+                                           closure_grad: torch.Tensor) -> dict:
+    """One AdaGrad(lr=0.1) step of a parameter whose .grad holds `stale_grad`, given a closure that,
+    as a real one does, computes the gradient: it sets .grad to `closure_grad` and returns 1.0.
+    {"seen": the parameter's value when the closure ran (None if it never did), "param": the
+    parameter afterwards}."""
+    from cs336_basics import optimizer
+
+    tensor = torch.nn.Parameter(param.detach().clone())
+    tensor.grad = stale_grad.detach().clone()
+    seen = []
+
+    def closure() -> float:
+        seen.append(tensor.detach().clone())
+        tensor.grad = closure_grad.detach().clone()
+        return 1.0
+
+    optimizer.AdaGrad([tensor], lr=0.1).step(closure)
+    return {"seen": seen[0] if seen else None, "param": tensor.detach().clone()}

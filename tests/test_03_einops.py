@@ -97,3 +97,17 @@ def test_einsum_flops_rejects_inconsistent_shapes():
     for pattern, shape_a, shape_b in [("i j, j k -> i k", (2, 3), (4, 5)), ("i j, j k -> i k", (2, 3, 1), (3, 5))]:
         check_raises(ValueError, A.run_einsum_flops, pattern, list(shape_a), list(shape_b),
                      what="a dimension with two sizes, or a shape of the wrong length", see=f"{SEE} §3.5")
+
+
+@pytest.mark.points(1)
+def test_each_function_is_written_with_einops():
+    # The adapter counts calls into einops (einsum, rearrange, reduce, repeat) during each call.
+    x = torch.randn(2, 3, 4, dtype=torch.float64)
+    calls = {"attention_scores": [x, torch.randn(2, 5, 4, dtype=torch.float64)], "split_heads": [x, 2],
+             "merge_heads": [torch.randn(2, 3, 2, 2, dtype=torch.float64)],
+             "per_head_linear": [x, torch.randn(2, 3, dtype=torch.float64), 2], "sum_hidden": [x],
+             "max_over_sequence": [x]}
+    without = [name for name, args in calls.items() if A.run_counting_einops_calls(name, args)["einops_calls"] < 1]
+    check_equal(without, [], what="functions that made no einops call: write each with einops' einsum, rearrange "
+                "or reduce (the problem's point is naming every axis)", inputs="each of the six tensor functions "
+                "on a small float64 input", see=f"{SEE}, Functions to write (§3.1-§3.4)")

@@ -174,6 +174,23 @@ def test_time_matmul_reports_the_median_of_the_timed_trials():
     check_median_of_trials(got, 2, 5, WARMUP_DELAYS + TRIAL_DELAYS, "§4.5")
 
 
+# Seconds each op that draws random numbers (torch.randn and the like) is made to take in the next test:
+# a timer that draws its inputs inside the clock reports at least two of them more per trial.
+RANDOM_DRAW_DELAY_S = 0.1
+
+
+@pytest.mark.points(1)
+def test_time_matmul_draws_its_inputs_outside_the_timed_region():
+    got = A.run_time_matmul(8, 8, 8, "float32", "cpu", 1, 3, None, None, RANDOM_DRAW_DELAY_S)
+    inputs = (f"time_matmul(8, 8, 8, num_warmup=1, num_trials=3) with every random draw made to take "
+              f"{RANDOM_DRAW_DELAY_S} s (the matmuls take microseconds)")
+    slowest = max(got["matmul_seconds"], default=0.0)
+    assert got["seconds"] < slowest + TIMER_SLACK_S, explain(
+        "seconds per matmul: the inputs are built before the clock starts, so drawing them is not timed",
+        inputs=inputs, expected=f"below {slowest + TIMER_SLACK_S:.3f} s (the slowest matmul took {slowest:.2e} s)",
+        got=f"{got['seconds']:.3f} s ({got['random_draws']} random draws in the call)", see=f"{SEE} §4.5")
+
+
 # The GPU part (§4.6): the student's timer against the harness in tests/gpu_timing.py, on the device present.
 GPU_WARMUP, GPU_TRIALS = H.STUDENT_WARMUP, H.STUDENT_TRIALS
 # A product that fills an H100 in bfloat16 (1.1 TFLOP, about 1.5 ms), and one in float32 (0.14 TFLOP, about 2.5 ms).

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from adapters import init as A
 from tests.checks import check_close, check_equal, explain
-from tests.test_06_init import check_mean_and_std, check_shape, truncated_std
+from tests.test_06_init import check_mean_and_std, check_shape, share_within, truncated_std
 
 pytestmark = pytest.mark.problem(6)
 SEE = "handout/06_init.md"
@@ -79,3 +79,55 @@ def test_trunc_normal_init_at_a_moderate_width(seed_everything):
         got=f"max |w| = {w.abs().max().item()}", see=f"{SEE} §6.2")
     check_mean_and_std(w, truncated_std(3.0) * std, what="trunc_normal_init", inputs=inputs, see=f"{SEE} §6.2")
     check_shape(w, std, 3.0, what="trunc_normal_init", inputs=inputs, see=f"{SEE} §6.2")
+
+
+@pytest.mark.points(1)
+def test_init_with_a_generator_leaves_the_global_generator_alone(seed_everything):
+    # Catches an initializer that reseeds torch's global generator from the one it was given, or
+    # draws part of its numbers (a sign, a shuffle) from the global one.
+    for kind in ("normal", "trunc_normal"):
+        got = A.run_init_generator_use(kind, 32, 16, seed_everything)
+        check_equal(got["global_untouched"], True, what="torch's global generator is left as it was when a generator "
+                    "is given (every number comes from the generator)", see=f"{SEE} §6.1",
+                    inputs=f"three calls of {kind}_init(32, 16, generator)")
+
+
+@pytest.mark.points(1)
+def test_init_continues_from_the_generators_current_state(seed_everything):
+    # Catches an initializer that seeds a generator of its own from generator.initial_seed(): the
+    # seed it was made with, not where it is now, so every call returns the same weight.
+    for kind in ("normal", "trunc_normal"):
+        got = A.run_init_generator_use(kind, 32, 16, seed_everything)
+        inputs = (f"g = torch.Generator().manual_seed({seed_everything}); {kind}_init(32, 16, g) twice; then a new "
+                  f"generator seeded the same that drew 1000 numbers first")
+        differ = (not torch.equal(got["first"], got["second"]), not torch.equal(got["first"], got["advanced"]))
+        check_equal(differ, (True, True), what="(the second call differs from the first, the advanced generator's "
+                    "weight differs from the first): a generator that has moved on gives new numbers", inputs=inputs,
+                    see=f"{SEE} §6.1")
+
+
+def folded_share(a: float, cut: float) -> float:
+    """P(|z| > a) for z a standard normal truncated to [-cut, cut] (a < cut)."""
+    return 1.0 - share_within(a, cut)
+
+
+@pytest.mark.points(1)
+def test_trunc_normal_init_redraws_its_tails_rather_than_folding_or_clamping_them(seed_everything):
+    # The share of values in the last tenth of a standard deviation before the cut-off, and in the last
+    # half: a truncated normal puts 0.103% and 0.975% of its mass there (standard errors 1.6e-5 and
+    # 4.8e-5 at 4 million draws; the bounds are 5.5 of them). Tails folded back inside (|z| -> 6 - |z|)
+    # move both shares by about 47 standard errors, tails clamped to the cut-off by 56 and 172, and
+    # tails replaced once by uniform draws inside by 9.4 (the last half) and 5.7.
+    d_in, d_out = 1024, 4096
+    std = 1 / math.sqrt(d_in)
+    z = (A.run_trunc_normal_init(d_in, d_out, seed_everything).double() / std).abs()
+    n = z.numel()
+    inputs = f"trunc_normal_init({d_in}, {d_out}): {n} values, in standard deviations of 1/32"
+    for a in (2.5, 2.9):
+        p = folded_share(a, 3.0)
+        got = (z > a).double().mean().item()
+        bound = 5.5 * math.sqrt(p * (1 - p) / n)
+        assert abs(got - p) <= bound, explain(
+            f"the share of values between {a} and 3 standard deviations from 0: a normal truncated by redrawing what "
+            f"falls outside keeps the normal's shape up to the cut-off (folding or clamping the tails piles them "
+            f"up there)", inputs=inputs, expected=f"{p:.5f} +- {bound:.5f}", got=got, see=f"{SEE} §6.2")

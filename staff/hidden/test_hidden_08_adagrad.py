@@ -104,3 +104,35 @@ def test_adagrad_closure_runs_with_gradients_enabled():
     check_equal(got["grad_enabled"], [True], inputs="AdaGrad([p], lr=0.1).step(closure)", see=f"{SEE} §8.2",
                 what="torch.is_grad_enabled() inside the closure, per call (a closure runs forward and backward, "
                      "so step must call it under torch.enable_grad())")
+
+
+@pytest.mark.points(1)
+def test_adagrad_closure_runs_before_the_update():
+    # Catches a step that updates first and calls the closure after: the closure (which computes the
+    # gradient the update needs) would see the updated parameter, and the update would use a stale gradient.
+    param, stale, fresh = (torch.tensor(v, dtype=torch.float64) for v in ([1.0, -2.0], [5.0, 5.0], [0.5, -0.25]))
+    got = A.run_adagrad_step_with_gradient_closure(param, stale, fresh)
+    inputs = ("p = [1, -2] with p.grad = [5, 5]; AdaGrad([p], lr=0.1).step(closure), where the closure sets "
+              "p.grad = [0.5, -0.25]")
+    assert got["seen"] is not None, explain("the closure must be called", inputs=inputs, expected="one call",
+                                            got="none", see=f"{SEE} §8.2")
+    check_tensor(got["seen"], param, what="p as the closure saw it: before the update", inputs=inputs,
+                 see=f"{SEE} §8.2")
+    check_tensor(got["param"], param - 0.1 * fresh / torch.sqrt(fresh * fresh + 1e-5), **FLOAT64, inputs=inputs,
+                 what="p after the step: updated with the gradient the closure computed", see=f"{SEE} §8.2")
+
+
+@pytest.mark.points(1)
+def test_adagrad_keeps_a_separate_state_for_parameters_of_the_same_shape():
+    # Catches state kept per shape (or one zeros tensor handed to every parameter): two parameters of
+    # the same shape would then add their squared gradients into one g2.
+    params = [torch.randn(3, 2, dtype=torch.float64) for _ in range(3)]
+    grads = [[torch.randn(3, 2, dtype=torch.float64) * (i + 1) for i in range(3)] for _ in range(3)]
+    got = A.run_adagrad(params, grads, lr=0.1)
+    expected, g2 = adagrad_by_hand(params, grads, [0.1] * 3)
+    inputs = "three float64 (3, 2) parameters with different gradients, 3 steps, lr=0.1"
+    for i in range(3):
+        check_tensor(got["state_dict"]["state"][i]["g2"], g2[i], **FLOAT64, inputs=inputs, see=f"{SEE} §8.2",
+                     what=f"g2 of parameter {i}: the sum of its own squared gradients")
+        check_tensor(got["params"][i], expected[i], **FLOAT64, inputs=inputs, see=f"{SEE} §8.2",
+                     what=f"parameter {i} after 3 steps")

@@ -149,3 +149,50 @@ def test_open_tokens_size_error_gives_both_numbers(tmp_path):
     assert "1003" in numbers and "8" in numbers, explain(
         "the ValueError's message must give the file's size and the item size", inputs=inputs,
         expected="a message with 1003 and 8 in it", got=message, see=f"{SEE} §9.1")
+
+
+@pytest.mark.points(1)
+def test_get_batch_with_a_generator_leaves_the_global_generator_alone(seed_everything):
+    # Catches a get_batch that reseeds torch's global generator from the one it was given, or draws
+    # its starts from the global one after touching the generator.
+    got = A.run_get_batch_generator_use(np.arange(10_000, dtype=np.uint16), 16, 4, seed_everything)
+    check_equal(got["global_untouched"], True, what="torch's global generator is left as it was when a generator "
+                "is given (the starts come from the generator)", see=f"{SEE} §9.2",
+                inputs="three calls of get_batch(np.arange(10000), 16, 4, generator=g)")
+
+
+@pytest.mark.points(1)
+def test_get_batch_continues_from_the_generators_current_state(seed_everything):
+    # Catches a get_batch that seeds something of its own from generator.initial_seed(): a generator
+    # that has moved on would give the same batch every call. Two honest draws of 16 starts out of
+    # 9,996 agree with chance 9996**-16.
+    got = A.run_get_batch_generator_use(np.arange(10_000, dtype=np.uint16), 16, 4, seed_everything)
+    differ = (not torch.equal(got["first"], got["second"]), not torch.equal(got["first"], got["advanced"]))
+    check_equal(differ, (True, True), see=f"{SEE} §9.2",
+                what="(the second batch differs from the first, the advanced generator's batch differs from the "
+                     "first): a generator that has moved on gives new starts",
+                inputs=f"g = torch.Generator().manual_seed({seed_everything}); get_batch(np.arange(10000), 16, 4, "
+                       f"generator=g) twice; then a new generator seeded the same that drew 1000 numbers first")
+
+
+@pytest.mark.points(1)
+def test_get_batch_without_a_generator_follows_the_global_generator(seed_everything):
+    # Catches a get_batch that makes a fresh, unseeded generator when none is given: every call would
+    # then return the same batch, whatever torch.manual_seed set.
+    got = A.run_get_batch_from_global_seed(np.arange(10_000, dtype=np.uint16), 16, 4, seed_everything)
+    result = (torch.equal(got["first"], got["again"]), not torch.equal(got["first"], got["second"]))
+    check_equal(result, (True, True), see=f"{SEE} §9.2",
+                what="(the same torch.manual_seed gives the same batch, the next call another batch): with no "
+                     "generator, the starts come from torch's global generator",
+                inputs="torch.manual_seed(s); get_batch(np.arange(10000), 16, 4) twice; torch.manual_seed(s); once more")
+
+
+@pytest.mark.points(1)
+def test_get_batch_keeps_token_ids_past_2_to_the_24_exact(seed_everything):
+    # Catches windows converted through float32 (or float16), which holds integers exactly only up
+    # to 2**24: past it, neighbouring token ids round to the same value.
+    for dtype, low in [("int32", 2**24 - 20), ("int64", 2**40 + 1), ("uint32", 2**31 - 20)]:
+        tokens = np.arange(low, low + 60, dtype=np.int64).astype(dtype)
+        got = A.run_get_batch(tokens, 8, 9, "cpu", seed_everything)
+        check_windows(got, tokens, 8, 9, f"60 consecutive {dtype} token ids from {low} up (past 2**24, where float32 "
+                      "stops holding every integer)")

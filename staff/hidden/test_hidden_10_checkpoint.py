@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from adapters import checkpoint as A
-from tests.checks import VALID_FIRST, check_equal, explain, student_file_bytes
+from tests.checks import VALID_FIRST, check_equal, check_tensor, explain, student_file_bytes
 from tests.test_10_checkpoint import DIMS, check_same_states, trained
 
 pytestmark = pytest.mark.problem(10)
@@ -153,3 +153,18 @@ def test_a_torch_file_that_is_not_a_dict_raises_value_error(tmp_path):
                                                               expected="ValueError naming the file",
                                                               got=repr(got["raised"]), see=f"{SEE} §10.3")
         check_same_states(got, model, optimizer, what="after the failed load", inputs=inputs, section="§10.3")
+
+
+@pytest.mark.points(1)
+def test_a_checkpoint_saved_to_a_bare_file_name(tmp_path):
+    # Catches os.makedirs(os.path.dirname(out)): a bare name such as "ckpt.pt" has the folder "",
+    # which os.makedirs rejects; a temporary file must also go in the working folder.
+    model, optimizer = trained(2)
+    inputs = "save_checkpoint(model, optimizer, 2, 'ckpt.pt') in the working folder, then load_checkpoint('ckpt.pt')"
+    got = A.run_save_and_load_in_the_working_folder(DIMS, model.state_dict(), optimizer.state_dict(), 2,
+                                                   str(tmp_path), "ckpt.pt")
+    check_equal(got["iteration"], 2, what="the iteration loaded back", inputs=inputs, see=f"{SEE} §10.3")
+    check_equal(got["files"], ["ckpt.pt"], what="files in the working folder afterwards (no temporary file left)",
+                inputs=inputs, see=f"{SEE} §10.3")
+    for name, tensor in model.state_dict().items():
+        check_tensor(got["model"][name], tensor, what=f"model {name} loaded back", inputs=inputs, see=f"{SEE} §10.1")

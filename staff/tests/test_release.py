@@ -164,7 +164,7 @@ def graded(name: str, status: str, output: str, needs_cuda: bool = False) -> Gra
 STUB_FAILURE = "FAILED\nNotImplementedError: f is not implemented yet (see handout/01_x.md §1.1)"
 GOOD_RUN = [graded("test_a", "failed", STUB_FAILURE), graded("test_gpu", "skipped", f"skipped: {NO_GPU_REASON}", True)]
 GOOD_OUTPUT = ("F s\n1 failed, 1 skipped in 0.5s\npoints by problem\ntotal                              0 / 2\n"
-               "(public tests only; the staff's hidden tests add 91 points when they grade)\n")
+               "(public tests only; the staff's hidden tests add 102 points when they grade)\n")
 
 
 @pytest.mark.parametrize("run_tests, output, expected", [

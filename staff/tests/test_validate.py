@@ -73,6 +73,21 @@ def test_the_judge_flags_a_wheat_that_loses_a_point_and_a_chaff_caught_by_the_wr
     assert judge(outcome("stubs", {1: 2.0}, {1: 31.0}, {}), None)
 
 
+def test_the_judge_flags_points_a_chaff_loses_outside_its_problem_without_a_stated_dependency():
+    # One mistake, one penalty: a Problem 6 chaff may cost Problem 11 points (it trains Problem 6's
+    # init, as its handout says), not Problem 7's.
+    from staff.validate.run import summary
+
+    chaff = Variant(CHAFF, 6, "c", "", catches=("test_named",))
+    on_11 = Outcome("p06-chaff-c", CHAFF, 6, earned={6: 8.0, 7: 14.0, 11: 10.0}, possible={6: 10.0, 7: 14.0, 11: 13.0},
+                    failed={6: {"test_named"}, 11: {"test_loss"}})
+    on_7 = Outcome("p06-chaff-c", CHAFF, 6, earned={6: 8.0, 7: 12.0, 11: 13.0}, possible={6: 10.0, 7: 14.0, 11: 13.0},
+                   failed={6: {"test_named"}, 7: {"test_linear"}})
+    assert judge(on_11, chaff) == []
+    assert any("problem 7" in line for line in judge(on_7, chaff))
+    assert any("-3 on P11 (stated)" in line for line in summary([on_11]))
+
+
 def test_on_a_gpu_a_chaff_is_judged_by_its_gpu_catches():
     chaff = Variant(CHAFF, 4, "c", "", catches=("test_cpu",), gpu_catches=("test_gpu",))
     caught_on_gpu = outcome(CHAFF, {4: 4.0}, {4: 6.0}, {4: {"test_gpu"}})

@@ -2,7 +2,8 @@
 
 The suites are valid when every wheat (a correct implementation) keeps every point, and thorough
 when every chaff (a wrong one) loses points on its own problem, in at least one of the tests it
-names. A variant changes one module only, so it is graded on its own problem and on the problems
+names. One mistake, one penalty: a chaff may lose points on another problem only where the handout
+says that problem runs its code (`STATED_COSTS`); a loss anywhere else fails the validation. A variant changes one module only, so it is graded on its own problem and on the problems
 whose modules import its module (Problem 7 on Problem 6's); every other problem runs the reference
 unchanged and is not graded again. The stubs are graded on every problem and must score 0.
 
@@ -29,6 +30,20 @@ from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
+
+
+# Where the handout says a problem runs another's code, so that a mistake there may cost points
+# here too: Problem 11 "calls your code from Problems 6 to 10" (handout/11_train.md). Problem 7
+# builds on Problem 6's trunc_normal_init, but its tests hold Linear to the student's own function
+# (handout/07_model.md, Tests), so a Problem 6 mistake must cost no Problem 7 point.
+STATED_COSTS: dict[int, frozenset[int]] = {number: frozenset({11}) for number in (6, 7, 8, 9, 10)}
+
+
+def points_lost_outside(outcome: Outcome, own: int | None = None) -> dict[int, float]:
+    """Points a variant lost on problems other than its own (`own`, by default the outcome's), by problem."""
+    own = outcome.problem if own is None else own
+    return {n: outcome.possible[n] - outcome.earned.get(n, 0.0) for n in sorted(outcome.possible)
+            if n != own and outcome.earned.get(n, 0.0) < outcome.possible[n]}
 
 
 @dataclass
@@ -76,12 +91,17 @@ def judge(outcome: Outcome, variant: Variant | None, gpu: bool = False) -> list[
                 for n in lost]
     own = variant.problem
     failed = outcome.failed.get(own, set())
+    wrong = []
     if not failed:
-        return [f"problem {own}: no test failed; it keeps all {outcome.possible.get(own, 0):g} points"]
+        wrong.append(f"problem {own}: no test failed; it keeps all {outcome.possible.get(own, 0):g} points")
     named = variant.gpu_catches if gpu else variant.catches
-    if not failed & set(named):
-        return [f"none of the tests it names failed ({', '.join(named)}); these did: {sorted(failed)}"]
-    return []
+    if failed and not failed & set(named):
+        wrong.append(f"none of the tests it names failed ({', '.join(named)}); these did: {sorted(failed)}")
+    for n, lost in points_lost_outside(outcome, own).items():
+        if n not in STATED_COSTS.get(own, frozenset()):
+            wrong.append(f"lost {lost:g} points on problem {n}, which the handout does not say runs problem {own}'s "
+                         f"code (one mistake, one penalty); failed {sorted(outcome.failed.get(n, set()))}")
+    return wrong
 
 
 @functools.cache
@@ -152,6 +172,12 @@ def summary(outcomes: list[Outcome]) -> list[str]:
     lines = [f"wheat: {sum(not o.verdict for o in wheat)} of {len(wheat)} keep every point",
              f"chaff: {sum(not o.verdict for o in chaff)} of {len(chaff)} caught on their own problem by a test "
              f"they name"]
+    outside = [(o, points_lost_outside(o)) for o in chaff if points_lost_outside(o)]
+    lines.append(f"chaff losing points outside their own problem: {len(outside)} of {len(chaff)}")
+    for o, lost_by in outside:
+        lines.append(f"  {o.key}: " + ", ".join(
+            f"-{lost:g} on P{n} ({'stated' if n in STATED_COSTS.get(o.problem, ()) else 'NOT stated'})"
+            for n, lost in lost_by.items()))
     stubs = next((o for o in outcomes if o.kind == "stubs"), None)
     if stubs is not None:
         lines.append(f"stubs: {sum(stubs.earned.values()):g} of {sum(stubs.possible.values()):g} points")
