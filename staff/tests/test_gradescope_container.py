@@ -68,7 +68,7 @@ def contained(root: Path, upload, memory_bytes: int, cpus: float) -> tuple[dict,
 
 def test_the_reference_gets_full_marks_at_the_setting_and_half_a_cpu(autograder_root):
     results, box, seconds = contained(autograder_root, lambda s: samples.reference(s), SETTING, 0.5)
-    assert results["score"] == results["extra_data"]["max_score"] == 280, results["output"][:2000]
+    assert results["score"] == results["extra_data"]["max_score"] > 0, results["output"][:2000]
     assert box.oom_kills == 0
     protections = results["extra_data"]["protections"]
     assert protections["network namespace"].startswith("off")  # Docker's profile refused it, as on Gradescope
