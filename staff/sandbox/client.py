@@ -349,28 +349,45 @@ class Worker:
             self.fresh_child()
         self.next_id += 1
         header = {**header, "id": self.next_id}
-        try:
+        for attempt in (1, 2):
             try:
                 write_frame(self.requests, header, blobs, deadline)
-            except BrokenPipeError:
-                # The child had ended before this call reached it, after answering its last one: not
-                # this call's doing (and the earlier call had its answer). A fresh child takes the call.
+                reply, reply_blobs = read_frame(self.responses, deadline, MAX_REPLY_HEADER_BYTES,
+                                                MAX_REPLY_BLOB_BYTES)
+                break
+            except FrameTimeout:
                 self.fresh_child()
-                write_frame(self.requests, header, blobs, deadline)
-            reply, reply_blobs = read_frame(self.responses, deadline, MAX_REPLY_HEADER_BYTES, MAX_REPLY_BLOB_BYTES)
-        except FrameTimeout:
-            self.fresh_child()
-            raise CallTimedOut("timed out") from None
-        except (PipeClosed, OSError) as error:
-            previous = self.fresh_child()
-            raise WorkerCrashed(previous or f"closed its pipe ({error})") from None
-        except FrameError as error:  # the child was alive and is killed now: its end says nothing
-            self.fresh_child()
-            raise WorkerCrashed(f"sent a reply the grader refuses: {error}") from None
+                raise CallTimedOut("timed out") from None
+            except (PipeClosed, OSError) as error:
+                # A child that ended before it had read this whole call (it reads a call before running
+                # it) ended after answering its last one: a thread of the student's, a delayed exit.
+                # That is not this call's doing, and the earlier call had its answer: a fresh child
+                # takes this one, once.
+                unread = isinstance(error, BrokenPipeError) or _unread_bytes(self.requests) > 0
+                previous = self.fresh_child()
+                if unread and attempt == 1:
+                    continue
+                raise WorkerCrashed(previous or f"closed its pipe ({error})") from None
+            except FrameError as error:  # the child was alive and is killed now: its end says nothing
+                self.fresh_child()
+                raise WorkerCrashed(f"sent a reply the grader refuses: {error}") from None
         if reply.get("id") != self.next_id:
             self.fresh_child()
             raise WorkerCrashed(f"answered request {reply.get('id')!r} instead of {self.next_id}")
         return reply, reply_blobs
+
+
+def _unread_bytes(fd: int) -> int:
+    """Bytes written to the pipe `fd` (either end) that nobody has read yet (0 when unknown)."""
+    import fcntl
+    import termios
+
+    count = bytearray(4)
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count)
+    except OSError:
+        return 0
+    return int.from_bytes(count, sys.byteorder)
 
 
 PR_SET_CHILD_SUBREAPER = 36

@@ -269,3 +269,57 @@ def test_what_a_worker_user_leaves_is_removed(tmp_path):
     assert len(ipc_objects(owned)) == 3
     assert remove_leftovers(uid) == []
     assert ipc_objects(owned) == [] and not Path(f"/tmp/left-by-{uid}").exists()
+
+
+def _scripted_worker(monkeypatch, first_child_reads: bool):
+    """A Worker with no process: its first child has ended (its reply pipe at EOF) after reading this
+    call or before; each fresh child then answers one frame from a thread."""
+    import threading
+
+    from staff.sandbox.client import Worker
+
+    worker = Worker.__new__(Worker)
+    worker.next_id, worker.cgroup = 0, None
+    request_read, worker.requests = os.pipe()
+    worker.responses, response_write = os.pipe()
+
+    def first_child() -> None:
+        if first_child_reads:
+            read_frame(request_read)  # it read the whole call, then died running it
+        os.close(response_write)
+
+    threading.Thread(target=first_child, daemon=True).start()
+
+    def fresh_child() -> str:
+        served_read, worker.requests = os.pipe()
+        worker.responses, served_write = os.pipe()
+
+        def serve() -> None:
+            request, _ = read_frame(served_read)
+            write_frame(served_write, {"id": request["id"], "ok": True, "value": "null"})
+
+        threading.Thread(target=serve, daemon=True).start()
+        return "exited with code 0"
+
+    monkeypatch.setattr(worker, "fresh_child", fresh_child)
+    return worker
+
+
+def test_a_child_that_ended_before_reading_a_call_does_not_fail_it(monkeypatch):
+    # Mistake: blaming the next call for a child that ended after answering its last one (a thread of
+    # the student's that exits later): a test of another problem then failed with "exited with code 0".
+    import time
+
+    worker = _scripted_worker(monkeypatch, first_child_reads=False)
+    reply, _ = worker._request({"op": "ping"}, [], time.monotonic() + 10)
+    assert reply["ok"] is True
+
+
+def test_a_child_that_read_a_call_and_died_fails_that_call(monkeypatch):
+    import time
+
+    from staff.sandbox.client import WorkerCrashed
+
+    worker = _scripted_worker(monkeypatch, first_child_reads=True)
+    with pytest.raises(WorkerCrashed, match="exited with code 0"):
+        worker._request({"op": "ping"}, [], time.monotonic() + 10)
