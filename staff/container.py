@@ -25,7 +25,6 @@ from pathlib import Path
 
 from staff.sandbox import confine, memory
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 # Namespace flags that Docker's profile refuses in clone (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC,
 # NEWUSER, NEWPID, NEWNET).
 _NAMESPACE_FLAGS = 0x7E020000
@@ -74,17 +73,6 @@ def install_docker_seccomp() -> None:
         raise OSError(ctypes.get_errno(), "seccomp filter refused")
 
 
-def _own_cgroup(controller: str) -> Path | None:
-    """This process's cgroup folder for `controller` (cgroup v1), or its v2 folder (controller "")."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if (controller and controller in controllers.split(",")) or (not controller and controllers == ""):
-            for base in ([CGROUP_ROOT / controller] if controller else [CGROUP_ROOT / "unified", CGROUP_ROOT]):
-                if (base / path.lstrip("/")).is_dir():
-                    return base / path.lstrip("/")
-    return None
-
-
 class Container:
     """A memory limit, a CPU quota and Docker's seccomp profile for commands run through `run`."""
 
@@ -110,12 +98,11 @@ class Container:
         return self
 
     def _make(self, name: str, controller: str, v1: dict, v2: dict) -> Path | None:
-        parent, settings = _own_cgroup(controller), v1
-        if parent is None:
-            parent, settings, self.v2 = _own_cgroup(""), v2, True
-            if parent is not None and controller not in (parent / "cgroup.controllers").read_text().split():
-                parent = None
-        if parent is None or os.geteuid() != 0:
+        found = memory.own_cgroup(controller)
+        if found is not None:
+            parent, self.v2 = found
+            settings = v2 if self.v2 else v1
+        if found is None or os.geteuid() != 0:
             self.missing.append(f"{controller}: no {controller} cgroup this process may make (root and a "
                                 f"{controller} controller are needed)")
             return None

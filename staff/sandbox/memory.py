@@ -22,26 +22,35 @@ RECOMMENDED_MEMORY_BYTES = 2 << 30  # leaves a student's code about 700 MiB beyo
 STUDENT_MEMORY_SHARE_BYTES = 512 << 20
 
 
-def memory_cgroup(proc_self: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT) -> Path | None:
-    """This process's memory cgroup folder, or None where there is none to read."""
+def own_cgroup(controller: str, proc_self: Path = Path("/proc/self/cgroup"),
+               root: Path = CGROUP_ROOT) -> tuple[Path, bool] | None:
+    """This process's cgroup folder for `controller` ("memory", "cpu") and whether it is cgroup v2:
+    v1's folder of that controller where there is one, else the v2 folder when v2 has the controller;
+    None where there is neither to read."""
     try:
         lines = proc_self.read_text().splitlines()
     except OSError:
         return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            folder = root / "memory" / path.lstrip("/")
-            if folder.is_dir():
-                return folder
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
+    entries = [line.split(":", 2)[1:] for line in lines if line.count(":") >= 2]
+    for controllers, path in entries:
+        if controller in controllers.split(",") and (root / controller / path.lstrip("/")).is_dir():
+            return root / controller / path.lstrip("/"), False
+    for controllers, path in entries:
         if controllers == "":
             for base in (root, root / "unified"):
                 folder = base / path.lstrip("/")
-                if (folder / "memory.max").exists():
-                    return folder
+                try:
+                    if controller in (folder / "cgroup.controllers").read_text().split():
+                        return folder, True
+                except OSError:
+                    continue
     return None
+
+
+def memory_cgroup(proc_self: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT) -> Path | None:
+    """This process's memory cgroup folder, or None where there is none to read."""
+    found = own_cgroup("memory", proc_self, root)
+    return found[0] if found else None
 
 
 def _read_int(path: Path) -> int | None:

@@ -24,6 +24,7 @@ def _v2(tmp_path: Path) -> tuple[Path, Path]:
     proc.write_text("0::/docker/abc\n")
     group = tmp_path / "fs" / "docker" / "abc"
     group.mkdir(parents=True)
+    (group / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
     (group / "memory.max").write_text(f"{768 << 20}\n")
     (group / "memory.peak").write_text("654321\n")
     (group / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\n")
