@@ -5,5 +5,3 @@ plain data (numbers, strings, tensors, arrays, paths, and lists/tuples/dicts of 
 devices travel as strings such as "bfloat16" and "cuda:0". Each function imports `cs336_basics`
 when called, never at module import, so collecting tests never runs student code.
 """
-
-from adapters import _speed  # noqa: F401 - imported for its effect: faster first use of torch.optim

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from adapters._text import bounded, clean_text  # noqa: F401 - re-exported: `_codec.bounded` is used beside decode
+
 # Tags of the JSON tree. A JSON object is always a tagged value ({tag: payload}); lists are lists.
 TUPLE, DICT, TENSOR, ARRAY, BYTES, ERROR, NUMPY_SCALAR = "(", "{", "T", "N", "B", "E", "n"
 
@@ -61,22 +63,6 @@ class RemoteError:
     builtin: str  # its nearest builtin exception class, e.g. "ValueError"
     message: str
     traceback: str = ""
-
-
-def clean_text(text: str) -> str:
-    """`text` as valid Unicode: lone surrogates (which JSON can carry and UTF-8 cannot) become U+FFFD."""
-    if text.isascii():
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # pairs kept, lone ones replaced
-
-
-def bounded(text: str, limit: int, keep_end: bool = False) -> str:
-    """`text` cut to about `limit` characters with a note saying how much was left out (its start is
-    kept, or with `keep_end` its end)."""
-    if len(text) <= limit:
-        return text
-    note = f"[... {len(text) - limit} more characters not shown ...]"
-    return f"{note}\n{text[-limit:]}" if keep_end else f"{text[:limit]}\n{note}"
 
 
 def bounded_error(error: RemoteError) -> RemoteError:

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from adapters import _codec
+from adapters import _codec, _speed  # noqa: F401 - _speed for its effect: faster first use of torch.optim
 
 
 class Route(Protocol):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from adapters._codec import clean_text
+from adapters._text import clean_text
 from staff.gradescope import failure_results, validate_results, write_json_atomically
 from tests.grading import PROBLEMS
 

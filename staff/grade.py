@@ -22,10 +22,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
-from adapters._codec import clean_text
+from adapters._text import clean_text
 from staff import collected
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
@@ -38,7 +37,9 @@ from tests.grading import (
     SKIPPED,
     VISIBILITIES,
     GradedTest,
+    cuda_available,
     format_table,
+    peak_rss_bytes,
     truncated,
 )
 
@@ -261,7 +262,7 @@ def share_output(tests: list[GradedTest], budget: int = OUTPUT_BUDGET_BYTES) -> 
 def _not_run(test: GradedTest, why: str) -> None:
     """Score a test that never ran: failed, unless it is a GPU test on a machine without one, which
     would have been skipped (0 of 0) had it run."""
-    if test.needs_cuda and not torch.cuda.is_available():
+    if test.needs_cuda and not cuda_available():
         test.status, test.output = SKIPPED, f"skipped: {NO_GPU_REASON}"
     else:
         test.status, test.output = FAILED, why
@@ -414,6 +415,7 @@ def grade(
             test.output = truncated(scrub(test.output, paths))
         share_output(tests)
         summary = truncated(scrub(summary, paths), SUMMARY_CHARS)
+        usage["grader process peak RSS"] = peak_rss_bytes()
         peak = memory.peak_bytes()
         if peak is not None:
             usage["memory cgroup peak (all it holds, page cache included)"] = peak

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-import torch
 
 
 class Problem(NamedTuple):
@@ -60,6 +59,14 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 PUBLIC_VISIBILITY, HIDDEN_VISIBILITY = "visible", "after_due_date"
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU. torch is imported only here, when a `cuda` test asks: the staff's
+    grader reads this module too, and its own process never needs PyTorch (about 300 MB of memory)."""
+    import torch
+
+    return torch.cuda.is_available()
 
 
 @dataclass
@@ -152,7 +159,7 @@ class PointsPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if item.get_closest_marker("cuda") is not None and not torch.cuda.is_available():
+        if item.get_closest_marker("cuda") is not None and not cuda_available():
             pytest.skip(NO_GPU_REASON)
 
     @pytest.hookimpl(wrapper=True)
@@ -189,7 +196,7 @@ class PointsPlugin:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.report_path is not None:
-            self.note("peak_rss_bytes", _peak_rss_bytes())  # what grading cost this process (staff figures)
+            self.note("peak_rss_bytes", peak_rss_bytes())  # what grading cost this process (staff figures)
         # Printed last, after pytest's own summary, so a student never scrolls up to find it.
         finished = [t for t in self.tests.values() if t.status is not None]
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -227,7 +234,7 @@ def failure_text(error: BaseException, test: GradedTest, roots: list[Path]) -> s
     return text
 
 
-def _peak_rss_bytes() -> int:
+def peak_rss_bytes() -> int:
     """This process's peak resident memory in bytes (ru_maxrss: KiB on Linux, bytes on macOS)."""
     import resource
     import sys

@@ -13,9 +13,10 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 UNLIMITED = 1 << 60  # v1 reports "no limit" as a number near 2**63
-# Measured with staff.container (README, "Gradescope"): the reference gets full marks at 1,280 MiB
-# and loses points to the OOM killer at 1,152 MiB. Below this the autograder refuses to grade.
-MIN_MEMORY_BYTES = 1280 << 20
+# Measured with staff.container (README, "Gradescope"): the reference gets full marks at 1,024 MiB
+# and half a CPU (the cgroup's peak, page cache included, 1,007 MiB); at 960 MiB the kernel kills the
+# test process. Below this the autograder refuses to grade.
+MIN_MEMORY_BYTES = 1024 << 20
 RECOMMENDED_MEMORY_BYTES = 2 << 30  # leaves a student's code about 700 MiB beyond the grader's own use
 # A worker child killed for the container's memory is the student's doing when its own memory had
 # grown this much over the zygote's; below this, the container was too small for the grade.
