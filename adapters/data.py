@@ -26,15 +26,20 @@ def run_open_tokens(path: str, dtype: str) -> dict:
 
 @routed
 def run_get_batch(
-    tokens: np.ndarray, batch_size: int, context_length: int, device: str = "cpu", seed: int | None = None
+    tokens: np.ndarray, batch_size: int, context_length: int, device: str = "cpu", seed: int | None = None,
+    device_object: bool = False,
 ) -> dict:
     """{"inputs", "targets"} of get_batch on `tokens` (made read-only, as a memmap from open_tokens is);
-    "copies": [(source pinned, non_blocking)] for each CPU-to-CUDA copy made."""
+    "copies": [(source pinned, non_blocking)] for each CPU-to-CUDA copy made. With `device_object`,
+    get_batch is given `torch.device(device)` rather than the string (its signature takes either)."""
+    import torch
+
     from cs336_basics import data
 
     tokens.flags.writeable = False  # as a memmap from open_tokens is: sampling must not write to the data
+    where = torch.device(device) if device_object else device
     with HostToDeviceCopies() as watch:
-        inputs, targets = data.get_batch(tokens, batch_size, context_length, device, to_generator(seed))
+        inputs, targets = data.get_batch(tokens, batch_size, context_length, where, to_generator(seed))
     return {"inputs": inputs, "targets": targets, "copies": watch.copies}
 
 

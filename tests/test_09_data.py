@@ -154,11 +154,14 @@ def test_get_batch_reads_only_the_sampled_windows(tmp_path, seed_everything):
 @pytest.mark.cuda
 @pytest.mark.points(1)
 def test_get_batch_on_cuda_copies_from_pinned_memory_without_blocking(seed_everything):
+    # Mistake this also catches: choosing pinned memory by `device == "cuda"`, which is False for "cuda:0" and
+    # for torch.device("cuda"); the copy is then made from ordinary memory with non_blocking=True.
     tokens = np.arange(1000, dtype=np.int32)
-    got = A.run_get_batch(tokens, 4, 8, "cuda", seed_everything)
-    inputs = "get_batch(np.arange(1000), 4, 8, device='cuda')"
-    check_on_gpu(got, inputs, f"{SEE} §9.4")
-    check_tensor(got["targets"].cpu(), got["inputs"].cpu() + 1, what="targets", inputs=inputs, see=f"{SEE} §9.4")
+    for device, as_object in (("cuda", False), ("cuda:0", False), ("cuda", True)):
+        got = A.run_get_batch(tokens, 4, 8, device, seed_everything, device_object=as_object)
+        inputs = f"get_batch(np.arange(1000), 4, 8, device={f'torch.device({device!r})' if as_object else repr(device)})"
+        check_on_gpu(got, inputs, f"{SEE} §9.4")
+        check_tensor(got["targets"].cpu(), got["inputs"].cpu() + 1, what="targets", inputs=inputs, see=f"{SEE} §9.4")
 
 
 def check_on_gpu(got: dict, inputs: str, see: str) -> None:
