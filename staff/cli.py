@@ -69,8 +69,11 @@ def _grader(args: argparse.Namespace, progress: bool):
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from staff.bytecode import ensure_compiled
     from staff.grade import REPO_ROOT, stop_running
     from staff.gradescope import write_results
+
+    ensure_compiled()
 
     if args.gpu:
         if _gpu_refused("grade --gpu", args, "; run it on the GPU machine, and `staff grade` without --gpu anywhere"):
@@ -291,6 +294,7 @@ def _add_bundle(commands) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from staff.bytecode import ensure_compiled
     from staff.validate.run import main_validate
     from tests.grading import PROBLEMS
 
@@ -302,6 +306,7 @@ def _validate(args: argparse.Namespace) -> int:
     if args.gpu and _gpu_refused("validate --gpu", args):
         return 2
     jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
+    ensure_compiled()
     if args.mutants:
         from staff.validate.mutants import main_mutants
 
@@ -357,7 +362,9 @@ def _add_figures(commands) -> None:
 
 def _bench(args: argparse.Namespace) -> int:
     from staff.bench.run import DEFAULT_GROUPS, main_bench
+    from staff.bytecode import ensure_compiled
 
+    ensure_compiled()
     try:
         return main_bench(args.only or list(DEFAULT_GROUPS), args.repeats, args.batch_size, args.out,
                           args.readme)

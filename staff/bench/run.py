@@ -10,8 +10,8 @@ from pathlib import Path
 
 from staff.bench.measure import Row, machine_description, markdown
 
-GROUPS = ("kernels", "student", "grading", "release", "staff-suite")
-DEFAULT_GROUPS = ("kernels", "student", "grading", "release")  # the staff suite alone takes about 15 minutes
+GROUPS = ("cli", "kernels", "student", "grading", "release", "staff-suite")
+DEFAULT_GROUPS = ("cli", "kernels", "student", "grading", "release")  # the staff suite alone takes about 15 minutes
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
@@ -25,7 +25,11 @@ def run_groups(groups: list[str], repeats: int, batch_size: int) -> list[Row]:
     say = _progress(time.monotonic())
     rows: list[Row] = []
     for group in groups:
-        if group == "kernels":
+        if group == "cli":
+            from staff.bench.waits import bench_staff_cli
+
+            rows += bench_staff_cli(repeats, say)
+        elif group == "kernels":
             from staff.bench.kernels import bench_kernels
 
             say("kernels: get_batch, AdaGrad, backward, checkpoints")

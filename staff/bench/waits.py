@@ -62,6 +62,20 @@ def bench_student_loop(repeats: int, progress: Callable[[str], None]) -> list[Ro
     return rows
 
 
+def bench_staff_cli(repeats: int, progress: Callable[[str], None]) -> list[Row]:
+    """`staff --help` and an argument error, each in a fresh process, against `python -c "pass"`:
+    what a TA waits for before anything runs. Target: under 1 s (no torch is imported for either)."""
+    progress("staff command line: --help and an argument error")
+    floor = _timed([PYTHON, "-c", "pass"], repeats)
+    rows = []
+    for case, argv, exit_code in (("staff --help", ["--help"], 0),
+                                  ("staff grade --jobs x (an argument error)", ["grade", "--jobs", "x"], 2)):
+        timing = repeat_command(STAFF + argv, repeats, cwd=str(REPO_ROOT), env=_env(), exit_code=exit_code)
+        rows.append(Row("staff command line", case, timing, floor, 'python -c "pass"', f"{timing.median:.2f} s",
+                        "< 1 s", timing.median < 1.0))
+    return rows
+
+
 def _full_marks(results: Path) -> None:
     """A grade is timed only if it did the whole work: the reference must get every point."""
     document = json.loads(results.read_text(encoding="utf-8"))

@@ -19,9 +19,6 @@ EDITS: list[tuple[str, str, str | None]] = [
     ("project.scripts", STAFF, None),
     ("dependency-groups", STAFF, None),
     ("tool.uv", "default-groups", None),
-    # Staff workers run as another user and cannot write .pyc files, so the staff environment is
-    # compiled at install; for a student it would recompile on every `uv run` (about 0.75 s each).
-    ("tool.uv", "compile-bytecode", None),
     ("tool.hatch.build.targets.wheel", "packages", STAFF),
     ("tool.pytest.ini_options", "testpaths", "staff/hidden"),
     ("tool.pytest.ini_options", "testpaths", "staff/tests"),

@@ -17,6 +17,7 @@ import pytest
 from staff import samples
 from staff.batch import grade_batch
 from staff.bundle import unpack
+from staff.bytecode import ensure_compiled
 from staff.cli import main
 from staff.grade import REPO_ROOT, grade
 from staff.pins import python_pin
@@ -24,6 +25,13 @@ from staff.redteam.corpus import Case, build, load_cases
 from staff.redteam.planted import planted_sources
 from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_environment() -> None:
+    """The environment's bytecode, compiled once (workers cannot write their own .pyc files)."""
+    ensure_compiled()
+
 
 TEST_BUDGET_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
 IMPORT_TIMEOUT_S = 20.0

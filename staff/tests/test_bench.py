@@ -39,6 +39,13 @@ def test_a_failing_command_has_no_time():
         repeat_command([sys.executable, "-c", "import sys; sys.exit(3)"], repeats=1)
 
 
+def test_a_command_timed_for_its_error_must_end_in_that_error():
+    # Mistake this catches: the argument-error figure timing a command that did not stop at the error.
+    assert repeat_command([sys.executable, "-c", "import sys; sys.exit(2)"], repeats=1, exit_code=2).seconds
+    with pytest.raises(RuntimeError, match="exited with 0"):
+        repeat_command([sys.executable, "-c", "pass"], repeats=1, exit_code=2)
+
+
 @pytest.mark.parametrize(("ours", "theirs", "met"), [(1.0, 1.0, True), (1.19, 1.0, True), (1.3, 1.0, False),
                                                      (0.5, 1.0, True)])
 def test_a_ratio_target_is_the_time_over_the_baseline(ours, theirs, met):
