@@ -349,6 +349,41 @@ def _add_validate(commands) -> None:
     validate.set_defaults(run=_validate)
 
 
+def _check(args: argparse.Namespace) -> int:
+    import time
+
+    from staff.check import CHECKS, report, run_checks
+    from staff.grade import REPO_ROOT, collect_only
+
+    started = time.monotonic()
+    try:
+        tests = collect_only(REPO_ROOT, hidden=True)
+    except RuntimeError as error:
+        print(f"staff check: collecting the public and hidden suites failed, so their points cannot be checked; "
+              f"the other checks follow.\n{error}\n", file=sys.stderr)
+        tests = []
+    results = run_checks(REPO_ROOT, tests)
+    print("\n".join(report(results)))
+    failed = sum(map(len, results.values())) + (not tests)
+    print(f"\nstaff check: {len(CHECKS)} checks in {time.monotonic() - started:.1f} s: "
+          + ("all passed" if not failed else f"{failed} to fix"))
+    return 1 if failed else 0
+
+
+def _add_check(commands) -> None:
+    check = commands.add_parser(
+        "check",
+        help="every consistency check that needs no grading, in a few seconds (run it before the suites)",
+        description="Check the tree against the problems declared in tests/grading.py (PROBLEMS) and the points its "
+        "tests carry: each problem's module, adapters, handout page, test files (named for the problem and marked "
+        "with it) and variants file; the handout's headings, Tests tables, cited sections, summary rows, totals and "
+        "prose totals (and the README's Gradescope total); every solution block's stub section; no solution line "
+        "quoted in the handout; the version in pyproject.toml, the handout and the CHANGELOG; the figures. Prints one "
+        "line per problem and every finding with the file to fix; exits 1 if there is any.",
+    )
+    check.set_defaults(run=_check)
+
+
 def _add_figures(commands) -> None:
     figures = commands.add_parser(
         "figures",
@@ -468,6 +503,7 @@ def _add_gpu_check(commands) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="staff", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_check(commands)
     _add_grade(commands)
     _add_release(commands)
     _add_bundle(commands)

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from adapters._text import clean_text
 from staff import collected
+from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.submission import PACKAGE, SubmissionError, lay_package
@@ -147,9 +148,9 @@ def _suites(hidden: bool, problems: set[int] | None = None) -> list[str]:
     """The suites to run, as pytest arguments: both folders, or the test files of some problems."""
     if problems is None:
         return ["tests", "staff/hidden"] if hidden else ["tests"]
-    files = [f"tests/test_{n:02d}_*.py" for n in sorted(problems)]
-    files += [f"staff/hidden/test_hidden_{n:02d}_*.py" for n in sorted(problems)] if hidden else []
-    return [str(path.relative_to(REPO_ROOT)) for pattern in files for path in sorted(REPO_ROOT.glob(pattern))]
+    files = [path for n in sorted(problems) for path in public_test_files(REPO_ROOT, n)]
+    files += [path for n in sorted(problems) for path in hidden_test_files(REPO_ROOT, n)] if hidden else []
+    return [str(path.relative_to(REPO_ROOT)) for path in files]
 
 
 def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: bool, extra: list[str],
@@ -286,14 +287,15 @@ def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | Non
     student code): every test (`gpu` None), or those a GPU (True) or CPU (False) grade runs."""
     with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
         report = Path(scratch) / "report.jsonl"
-        subprocess.run([sys.executable, "-m", "pytest", *_selection(hidden, problems, gpu), "--collect-only", "-q",
-                        "--grading-report", str(report), "-p", "no:cacheprovider",
-                        f"--hidden-visibility={hidden_visibility}"],
-                       cwd=workspace,
-                       env=_child_env(workspace), capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run([sys.executable, "-m", "pytest", *_selection(hidden, problems, gpu), "--collect-only",
+                               "-q", "--grading-report", str(report), "-p", "no:cacheprovider",
+                               f"--hidden-visibility={hidden_visibility}"],
+                              cwd=workspace, env=_child_env(workspace), capture_output=True, text=True,
+                              errors="replace", stdin=subprocess.DEVNULL, check=False)
         tests = read_report(report).tests
     if not tests:
-        raise RuntimeError("the test suite collected nothing; run `uv run pytest tests --collect-only` to see why")
+        said = "\n".join((done.stdout + done.stderr).strip().splitlines()[-8:])
+        raise RuntimeError(f"the test suite collected nothing (pytest exit {done.returncode}):\n{said}")
     return list(tests.values())
 
 

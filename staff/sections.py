@@ -4,7 +4,7 @@ A module's page is the `Handout:` line of its docstring. Within the page, a bloc
 found by two rules, tried in order, for the module-level name the block belongs to (the function,
 or the class of a method):
 
-1. the sections (`§N.k`) that the public tests of that page cite in the test functions reaching the
+1. the sections of that page (`§N.k`) that public tests cite in the test functions reaching the
    name through an adapter: the lowest of those whose text names it in backticks (as in rule 2),
    or else the lowest of them all. This is a section the student's failing tests already point to.
 2. the first `## N.k` section of the page whose text names the function, its class or the method in
@@ -25,7 +25,6 @@ from staff.markers import SolutionBlock, handout_page
 PACKAGE = "cs336_basics"
 _SECTION_HEADING = re.compile(r"^## (\d+\.\d+) ", re.MULTILINE)
 _CITED = re.compile(r"§(\d+\.\d+)")
-_SEE = re.compile(r'^SEE = "(handout/[^"]+)"', re.MULTILINE)
 
 
 class SectionError(ValueError):
@@ -80,16 +79,15 @@ def _called_from(start: str, calls: dict[str, set[str]]) -> set[str]:
     return seen
 
 
-def _cited_sections(tests: Path, reach: dict[str, set[tuple[str, str]]]) -> dict[tuple[str, str, str], set[str]]:
-    """(page, module, name) -> the sections of `page` cited by test-module functions that reach
+def _cited_sections(tests: Path, reach: dict[str, set[tuple[str, str]]]) -> dict[tuple[str, str], set[str]]:
+    """(module, name) -> the sections cited by test-module functions that reach
     `cs336_basics.module.name` through an adapter, directly or through helpers of the same test
-    module (a check that takes the section from its caller)."""
-    cited: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    module (a check that takes the section from its caller). Which page a section is of follows from
+    the module's own page: a section that page lacks (a later problem's test reaching this module) is
+    dropped where the page's sections are known."""
+    cited: dict[tuple[str, str], set[str]] = defaultdict(set)
     for path in sorted(tests.glob("test_*.py")):
         source = path.read_text(encoding="utf-8")
-        page = _SEE.search(source)
-        if page is None:
-            continue
         functions = {node.name: node for node in ast.parse(source, str(path)).body if isinstance(node, ast.FunctionDef)}
         names = {name: {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
                  | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for name, node in functions.items()}
@@ -99,7 +97,7 @@ def _cited_sections(tests: Path, reach: dict[str, set[tuple[str, str]]]) -> dict
             adapters = {n for function in _called_from(name, calls) for n in names[function] if n in reach}
             for adapter in adapters:
                 for module, target in reach[adapter]:
-                    cited[(page.group(1), module, target)] |= sections
+                    cited[(module, target)] |= sections
     return cited
 
 
@@ -127,7 +125,7 @@ class SectionIndex:
         if not (self.root / page).is_file():
             raise SectionError(f"{where}: its module's Handout line names {page}, which does not exist")
         sections = page_sections((self.root / page).read_text(encoding="utf-8"))
-        cited = self._cited.get((page, module.stem, block.owner), set()) & set(sections)
+        cited = self._cited.get((module.stem, block.owner), set()) & set(sections)
         parts = (block.qualname or block.function).split(".")
         names = [block.owner] + [p for p in parts[1:] if not p.startswith("__")]
         named = {number for number in cited if _names_in_backticks(names, sections[number])}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from staff import samples
 from staff.bench.measure import Row, Timing, ratio_row, repeat_command
+from staff.problem_files import public_test_files
 from tests.grading import PROBLEMS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,7 @@ def bench_student_loop(repeats: int, progress: Callable[[str], None]) -> list[Ro
     floor = _timed(floor_command, repeats)
     rows = []
     for number in PROBLEMS:
-        test_file = next((REPO_ROOT / "tests").glob(f"test_{number:02d}_*.py"))
+        test_file = public_test_files(REPO_ROOT, number)[0]
         progress(f"student loop: {test_file.name}")
         # The floor again, right before the file: a machine whose speed drifts during the run moves both.
         paired_floor = _timed(floor_command)

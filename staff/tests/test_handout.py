@@ -1,21 +1,20 @@
-"""The handout agrees with the tests: points per problem (public, hidden, GPU), section references,
-and no leaked answers."""
+"""`staff check`: the tree agrees with its problem declarations (PROBLEMS) and its tests' points, and
+each check names the file to fix when it does not (each tried on a damaged copy of the tree)."""
 
 from __future__ import annotations
 
-import ast
-import re
-import tomllib
+import dataclasses
+import shutil
+from pathlib import Path
 
 import pytest
 
+from staff.check import CHECKS, Points, report, run_checks
+from staff.cli import main
 from staff.grade import REPO_ROOT, collect_only
-from staff.markers import find_blocks
-from tests.grading import PROBLEMS
 
-HANDOUT = REPO_ROOT / "handout"
-HEADING = re.compile(r"^# Problem (\d+): (.+) \((\d+) points \+ (\d+) hidden\)$", re.MULTILINE)
-SUITES = {"public": REPO_ROOT / "tests", "hidden": REPO_ROOT / "staff" / "hidden"}
+PARTS = ("cs336_basics", "adapters", "tests", "handout", "staff/hidden", "staff/validate/variants", "README.md",
+         "CHANGELOG.md", "pyproject.toml")
 
 
 @pytest.fixture(scope="module")
@@ -23,102 +22,87 @@ def tests():
     return collect_only(REPO_ROOT, hidden=True)
 
 
-def points(tests, number: int, *, hidden: bool, cuda: bool = False) -> float:
-    return sum(t.points for t in tests if t.problem == number and t.hidden == hidden and t.needs_cuda == cuda)
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    """A copy of what the checks read, to damage."""
+    for part in PARTS:
+        source, target = REPO_ROOT / part, tmp_path / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if source.is_dir() else shutil.copyfile)(source, target)
+    return tmp_path
 
 
-def test_each_problem_heading_states_the_points_its_tests_carry(tests):
-    for number, problem in PROBLEMS.items():
-        text = (REPO_ROOT / problem.handout).read_text()
-        match = HEADING.search(text)
-        assert match, f"{problem.handout}: no heading '# Problem {number}: {problem.title} (P points + H hidden)'"
-        stated = (int(match.group(1)), match.group(2), int(match.group(3)), int(match.group(4)))
-        assert stated == (number, problem.title, points(tests, number, hidden=False),
-                          points(tests, number, hidden=True)), problem.handout
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_the_tree_passes_every_check(tests, name):
+    assert [str(f) for f in CHECKS[name](REPO_ROOT, Points(tuple(tests)))] == []
 
 
-def test_the_hidden_points_in_the_points_plugin_match_the_hidden_suite(tests):
-    for number, problem in PROBLEMS.items():
-        assert points(tests, number, hidden=True) == problem.hidden_points, \
-            f"problem {number}: tests/grading.py says {problem.hidden_points} hidden points, the hidden suite has " \
-            f"{points(tests, number, hidden=True)}"
-        assert points(tests, number, hidden=True, cuda=True) == 0, "a GPU test belongs to the public suite"
+def findings(tree: Path, tests) -> list[str]:
+    return [str(f) for found in run_checks(tree, tests).values() for f in found]
 
 
-def test_summary_total_matches_the_tests(tests):
-    total = sum(t.points for t in tests if not t.needs_cuda and not t.hidden)
-    hidden = sum(t.points for t in tests if t.hidden)
-    summary = (HANDOUT / "README.md").read_text()
-    assert re.search(rf"\| \*\*Total\*\* \| \*\*{total:g}\*\*.*\| \*\*{hidden:g}\*\* \|", summary)
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path} no longer holds {old!r}: update this test"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
-def test_every_section_a_test_points_to_exists():
-    for suite in SUITES.values():
-        for test_file in sorted(suite.glob("test_*.py")):
-            source = test_file.read_text()
-            handout = re.search(r'SEE = "(handout/[^"]+)"', source).group(1)
-            text = (REPO_ROOT / handout).read_text()
-            for section in sorted(set(re.findall(r"§(\d+\.\d+)", source))):
-                assert re.search(rf"^## {re.escape(section)} ", text, re.MULTILINE), \
-                    f"{test_file.name} cites {handout} §{section}, which does not exist"
+def test_an_undamaged_copy_passes(tree, tests):
+    assert findings(tree, tests) == []
 
 
-def test_handout_quotes_no_solution_line():
-    solution_lines = set()
-    for module in (REPO_ROOT / "cs336_basics").glob("*.py"):
-        lines = module.read_text().splitlines()
-        for block in find_blocks("\n".join(lines), module):
-            solution_lines |= {line.strip() for line in lines[block.begin + 1 : block.end] if len(line.strip()) > 25}
-    for page in HANDOUT.glob("*.md"):
-        text = page.read_text()
-        leaked = [line for line in solution_lines if line in text]
-        assert not leaked, f"{page.name} quotes solution code: {leaked}"
+def test_a_handout_total_that_disagrees_is_named(tree, tests):
+    # Mistake this catches: a total changed by hand (or left stale after a test was added) in the prose.
+    public = Points(tuple(tests)).of(None, hidden=False)
+    edit(tree / "handout" / "README.md", f"shows the public part: {public:g} points",
+         f"shows the public part: {public + 1:g} points")
+    assert findings(tree, tests) == [f"handout/README.md: the public part in the prose must be {public:g} (the tests "
+                                     f"carry it); it says {public + 1:g}"]
 
 
-def test_summary_table_rows_match_the_problem_headings(tests):
-    summary = (HANDOUT / "README.md").read_text()
-    for number, problem in PROBLEMS.items():
-        cpu, gpu = points(tests, number, hidden=False), points(tests, number, hidden=False, cuda=True)
-        extra = rf" \(\+ {gpu:g} on GPU\)" if gpu else ""
-        row = rf"^\| {number}\. {re.escape(problem.title)} \| {cpu:g}{extra} \| {problem.hidden_points:g} \|"
-        assert re.search(row, summary, re.MULTILINE), \
-            f"handout/README.md: no row '| {number}. {problem.title} | {cpu:g}... | {problem.hidden_points} |'"
+def test_a_test_file_without_its_problem_is_named(tree, tests):
+    # Mistake this catches: a new test file without `pytestmark = pytest.mark.problem(N)` (pytest stops
+    # collecting with a UsageError that names a test, not the file or the fix).
+    edit(tree / "tests" / "test_03_einops.py", "pytestmark = pytest.mark.problem(3)", "")
+    assert "tests/test_03_einops.py: needs `pytestmark = pytest.mark.problem(3)` at module level (it has none)" \
+        in findings(tree, tests)
 
 
-def test_each_page_lists_exactly_its_public_tests_and_no_hidden_one(tests):
-    for number, problem in PROBLEMS.items():
-        text = (REPO_ROOT / problem.handout).read_text()
-        listed = set(re.findall(r"^\| `(test_\w+)`", text, re.MULTILINE))
-        public = {t.name.split("[", 1)[0] for t in tests if t.problem == number and not t.hidden}
-        hidden = {t.name.split("[", 1)[0] for t in tests if t.problem == number and t.hidden}
-        assert listed == public, f"{problem.handout}: Tests table lists {sorted(listed - public)} that do not exist " \
-                                 f"and misses {sorted(public - listed)}"
-        named = sorted(name for name in hidden if name in text)
-        assert not named, f"{problem.handout} names hidden tests: {named}"
+def test_a_missing_variants_file_is_named(tree, tests):
+    # Mistake this catches: a problem added without its wheat and chaff (found before only when validate ran).
+    (tree / "staff" / "validate" / "variants" / "p05_backward.toml").unlink()
+    assert findings(tree, tests) == ["staff/validate/variants/p05_backward.toml: missing: Problem 5's variants file "
+                                     "for `staff validate` (wheat and chaff)"]
 
 
-def test_each_public_test_points_to_the_section_its_table_row_names():
-    """A test's messages cite the section the handout's Tests table gives for it, in the test's own
-    body (a helper that hard-codes a section would send every caller's failures to that one)."""
-    wrong = []
-    for number, problem in PROBLEMS.items():
-        table = dict(re.findall(r"^\| `(test_\w+)`[^|]*\| (§\d+\.\d+) \|", (REPO_ROOT / problem.handout).read_text(),
-                                re.MULTILINE))
-        source_file = next((REPO_ROOT / "tests").glob(f"test_{number:02d}_*.py"))
-        source = source_file.read_text()
-        for node in ast.parse(source).body:
-            if isinstance(node, ast.FunctionDef) and node.name in table:
-                cited = set(re.findall(r"§\d+\.\d+", ast.get_source_segment(source, node)))
-                if table[node.name] not in cited:
-                    wrong.append(f"{source_file.name}::{node.name} cites {sorted(cited)}; its row: {table[node.name]}")
-    assert not wrong, "\n".join(wrong)
+def test_a_heading_of_one_point_is_singular(tree, tests):
+    # Mistake this catches: a heading pattern that demands "points" even for 1 (a one-point problem could never pass).
+    first = next(t for t in tests if t.problem == 6 and not t.hidden and not t.needs_cuda)
+    one_point = [t for t in tests if t.problem != 6 or t.hidden] + [dataclasses.replace(first, points=1.0)]
+    page = tree / "handout" / "06_init.md"
+    heading = next(line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("# Problem 6"))
+    edit(page, heading, f"# Problem 6: Initialization (1 point + {Points(tuple(tests)).of(6, hidden=True):g} hidden)")
+    assert not [f for f in findings(tree, one_point) if f.startswith("handout/06_init.md: its heading")]
 
 
-def test_the_version_is_the_same_in_pyproject_handout_and_changelog():
-    """A release says one version: pyproject.toml's, shown at the top of the handout and as the
-    newest CHANGELOG entry (catches a bump made in one place only)."""
-    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    handout = (REPO_ROOT / "handout" / "README.md").read_text(encoding="utf-8")
-    assert f"Version {version}." in handout.split("\n## ", 1)[0], f"handout/README.md does not say Version {version}."
-    entries = re.findall(r"^## (\S+)", (REPO_ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.MULTILINE)
-    assert entries and entries[0] == version, f"CHANGELOG.md's newest entry is {entries[:1]}, pyproject says {version}"
+def test_a_cited_section_that_does_not_exist_is_named(tree, tests):
+    edit(tree / "tests" / "test_02_strides.py", 'see=f"{SEE} §2.1")', 'see=f"{SEE} §2.99")')
+    named = "tests/test_02_strides.py: cites handout/02_strides.md §2.99"
+    assert any(f.startswith(named) for f in findings(tree, tests))
+
+
+def test_a_file_that_does_not_parse_is_a_finding_not_a_crash(tree, tests):
+    (tree / "pyproject.toml").write_text("[project\n")
+    assert any("version check could not run" in f for f in findings(tree, tests))
+
+
+def test_the_report_has_one_line_per_problem_and_names_the_file(tree, tests):
+    (tree / "staff" / "validate" / "variants" / "p05_backward.toml").unlink()
+    lines = report(run_checks(tree, tests))
+    assert lines[4] == "problem 5 (Backward by hand): 1 to fix" and lines[5].startswith("  staff/validate/variants/")
+    assert sum(line.startswith("problem ") for line in lines) == 11
+
+
+def test_staff_check_passes_on_this_tree(capsys):
+    assert main(["check"]) == 0
+    assert "all passed" in capsys.readouterr().out

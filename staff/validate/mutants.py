@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from staff import samples
 from staff.markers import find_blocks
+from staff.problem_files import hidden_test_files, public_test_files
 from tests.grading import PROBLEMS
 
 EQUIVALENT = Path(__file__).resolve().parent / "equivalent.toml"
@@ -127,9 +128,8 @@ def killed(mutant: Mutant, timeout_s: float = 300) -> bool | None:
         shutil.copytree(samples.REPO_ROOT / "staff" / "hidden", root / "staff" / "hidden")
         package = samples.reference(root)
         (package / f"{mutant.module}.py").write_text(source, encoding="utf-8")
-        number = f"{mutant.problem:02d}"
-        files = [str(p.relative_to(root)) for p in sorted(root.glob(f"tests/test_{number}_*.py"))
-                 + sorted(root.glob(f"staff/hidden/test_hidden_{number}_*.py"))]
+        files = [str(p.relative_to(root)) for p in public_test_files(root, mutant.problem)
+                 + hidden_test_files(root, mutant.problem)]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
         env.update(PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
         try:

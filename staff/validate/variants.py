@@ -20,9 +20,9 @@ from pathlib import Path
 
 from staff import samples
 from staff.markers import find_blocks
+from staff.problem_files import variants_file
 from tests.grading import PROBLEMS
 
-VARIANTS = Path(__file__).resolve().parent / "variants"
 WHEAT, CHAFF = "wheat", "chaff"
 
 
@@ -50,7 +50,7 @@ def load_variants(problems: set[int] | None = None) -> list[Variant]:
     """
     found = []
     for number, problem in PROBLEMS.items():
-        path = VARIANTS / f"p{number:02d}_{problem.module}.toml"
+        path = variants_file(samples.REPO_ROOT, number)
         if (problems is not None and number not in problems) or not path.exists():
             continue
         try:
