@@ -177,6 +177,26 @@ def check_sections(repo: Path, points: Points) -> list[Finding]:
     return found
 
 
+def stated_totals(points: Points) -> list[tuple[str, str, str, float]]:
+    """Every total the summary and the README state: (file, what, a pattern whose group 1 is the number
+    stated, the number the tests give)."""
+    public, gpu, hidden = points.of(None, hidden=False), points.of(None, hidden=False, cuda=True), \
+        points.of(None, hidden=True)
+    return [
+        (SUMMARY, "the Total row's public points", r"^\| \*\*Total\*\* \| \*\*(\d+)\*\*", public),
+        (SUMMARY, "the Total row's GPU points", r"^\| \*\*Total\*\* \| \*\*\d+\*\* \(\+ (\d+) on GPU\)", gpu),
+        (SUMMARY, "the Total row's hidden points", r"^\| \*\*Total\*\* \|[^|]*\| \*\*(\d+)\*\* \|", hidden),
+        (SUMMARY, "the public part in the prose", r"shows the public part: (\d+) points", public),
+        (SUMMARY, "the hidden points in the prose", r"how many points the hidden tests add \((\d+)\)", hidden),
+        (SUMMARY, "the grade's total in the prose", r"Your grade is out of (\d+)", public + hidden),
+        (SUMMARY, "the GPU points in the prose", r"The (\d+) GPU-only points", gpu),
+        ("README.md", "the total points to set on Gradescope", r"^\| total points \| (\d+) ", public + hidden),
+        ("README.md", "the public points to set on Gradescope", r"^\| total points \| \d+ \((\d+) public", public),
+        ("README.md", "the hidden points to set on Gradescope",
+         r"^\| total points \| \d+ \(\d+ public \+ (\d+) hidden", hidden),
+    ]
+
+
 def check_totals(repo: Path, points: Points) -> list[Finding]:
     """The summary's rows and Total row, and every total its prose and the staff README state."""
     summary = _read(repo, SUMMARY)
@@ -190,22 +210,7 @@ def check_totals(repo: Path, points: Points) -> list[Finding]:
         if not re.search(row, summary, re.MULTILINE):
             found.append(Finding(SUMMARY, f"no row '| {number}. {problem.title} | {cpu:g}"
                                  f"{f' (+ {gpu:g} on GPU)' if gpu else ''} | {problem.hidden_points:g} | ...'", number))
-    public, gpu, hidden = points.of(None, hidden=False), points.of(None, hidden=False, cuda=True), \
-        points.of(None, hidden=True)
-    stated = {  # (file, what, pattern with one number, the number the tests give)
-        (SUMMARY, "the Total row's public points", r"^\| \*\*Total\*\* \| \*\*(\d+)\*\*", public),
-        (SUMMARY, "the Total row's GPU points", r"^\| \*\*Total\*\* \| \*\*\d+\*\* \(\+ (\d+) on GPU\)", gpu),
-        (SUMMARY, "the Total row's hidden points", r"^\| \*\*Total\*\* \|[^|]*\| \*\*(\d+)\*\* \|", hidden),
-        (SUMMARY, "the public part in the prose", r"shows the public part: (\d+) points", public),
-        (SUMMARY, "the hidden points in the prose", r"how many points the hidden tests add \((\d+)\)", hidden),
-        (SUMMARY, "the grade's total in the prose", r"Your grade is out of (\d+)", public + hidden),
-        (SUMMARY, "the GPU points in the prose", r"The (\d+) GPU-only points", gpu),
-        ("README.md", "the total points to set on Gradescope", r"^\| total points \| (\d+) ", public + hidden),
-        ("README.md", "the public points to set on Gradescope", r"^\| total points \| \d+ \((\d+) public", public),
-        ("README.md", "the hidden points to set on Gradescope", r"^\| total points \| \d+ \(\d+ public \+ (\d+) hidden",
-         hidden),
-    }
-    for path, what, pattern, expected in sorted(stated):
+    for path, what, pattern, expected in stated_totals(points):
         text = summary if path == SUMMARY else _read(repo, path) or ""
         numbers = [float(n) for n in re.findall(pattern, text, re.MULTILINE)]
         if numbers != [expected]:

@@ -19,6 +19,9 @@ MIN_CHARS = 10  # shorter lines (`else:`, `return x`) say nothing, and would mat
 QUOTED_CHARS = 24  # a solution line this long is caught even inside a longer line
 PUBLIC_CODE = ("adapters", "tests")  # shipped as they are, like the package outside the markers
 PUBLIC_SCRIPTS = ("make_submission.sh",)  # shipped as they are too: a shebang is no secret
+# The scaffold of `staff new-problem`: templates of files that ship (a handout table's header, a test
+# file's imports), no line of which is secret.
+PUBLIC_TEMPLATES = ("staff/new_problem.py",)
 _TEST_NAME = re.compile(r"^\s*(?:async\s+)?def\s+(test_\w+)", re.MULTILINE)
 _IMPORT = re.compile(r"^(?:import\w|from[\w.]+import)")
 
@@ -58,6 +61,8 @@ def _staff_lines(source: Path) -> tuple[dict[str, str], set[str]]:
     secret: dict[str, str] = {}
     tests: set[str] = set()
     for path in _files(source / "staff"):
+        if str(path.relative_to(source)) in PUBLIC_TEMPLATES:
+            continue
         text = _text(path)
         if text is not None:
             for i, line in enumerate(text.splitlines()):

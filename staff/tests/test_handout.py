@@ -12,6 +12,7 @@ import pytest
 from staff.check import CHECKS, Points, report, run_checks
 from staff.cli import main
 from staff.grade import REPO_ROOT, collect_only
+from tests.grading import PROBLEMS
 
 PARTS = ("cs336_basics", "adapters", "tests", "handout", "staff/hidden", "staff/validate/variants", "README.md",
          "CHANGELOG.md", "pyproject.toml")
@@ -100,7 +101,7 @@ def test_the_report_has_one_line_per_problem_and_names_the_file(tree, tests):
     (tree / "staff" / "validate" / "variants" / "p05_backward.toml").unlink()
     lines = report(run_checks(tree, tests))
     assert lines[4] == "problem 5 (Backward by hand): 1 to fix" and lines[5].startswith("  staff/validate/variants/")
-    assert sum(line.startswith("problem ") for line in lines) == 11
+    assert sum(line.startswith("problem ") for line in lines) == len(PROBLEMS)
 
 
 def test_staff_check_passes_on_this_tree(capsys):
