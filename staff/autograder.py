@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 
 from staff.gradescope import failure_results, write_json_atomically
+from staff.outcomes import Outcome
 
 DEADLINE_S = 540  # Gradescope's default limit is 600 s; set-up, writing and a margin take the rest
 
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     shortage = memory.too_small(memory.limit_bytes())
     if shortage is not None:  # no test would mean anything: say so to the staff, blame no one
         print(shortage, file=sys.stderr)
-        write_json_atomically(failure_results(shortage, time.monotonic() - started), results)
+        write_json_atomically(failure_results(shortage, time.monotonic() - started, Outcome.OUT_OF_MEMORY), results)
         return 0
     try:
         from staff.grade import grade

@@ -7,6 +7,10 @@ killed loses nothing finished and leaves nothing half-written; running the same 
 grades only what is missing (or everything, with --force). OUT also gets grades.csv, summary.md
 and charts (PNG). The GPU part (`staff grade --gpu`) goes to OUT/<name>/results-gpu.json, and every
 gradebook written from OUT adds it to the CPU grade: grades.csv has public, hidden and gpu columns.
+
+The gradebook reads results files by their extra_data fields (each test's problem and part, the
+grade's outcome), never by their prose or tags. A results file without those fields, written by an
+older grader, counts as not graded: the next run grades that submission again.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from adapters._text import clean_text
-from staff.gradescope import failure_results, validate_results, write_json_atomically
+from staff.gradescope import PARTS, failure_results, validate_results, write_json_atomically
+from staff.outcomes import Outcome
 from tests.grading import PROBLEMS
 
 METADATA = "submission_metadata.yml"
@@ -97,13 +102,46 @@ def meta_name(results: str) -> str:
     return "meta.json" if results == RESULTS else "meta-gpu.json"
 
 
-def finished(out: Path, results: str = RESULTS) -> bool:
-    """Whether `out` holds a complete `results` file (as written atomically by an earlier run)."""
+OUTCOMES = {outcome.value for outcome in Outcome}
+
+
+def _has_fields(document: dict) -> bool:
+    """Whether a valid results document holds what the gradebook reads: the grade's outcome and each
+    test's problem and part (an older grader wrote none of them)."""
+    tests = [test.get("extra_data", {}) for test in document.get("tests", [])]
+    return document.get("extra_data", {}).get("outcome") in OUTCOMES and all(
+        extra.get("problem") in PROBLEMS and extra.get("part") in PARTS for extra in tests)
+
+
+def _graded(path: Path) -> dict | None:
+    """The results document at `path` when it is complete (as written atomically by an earlier run)
+    and holds the fields the gradebook reads, else None (one from an older grader has none of them)."""
     try:
-        document = json.loads((out / results).read_text(encoding="utf-8"))
+        document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return not validate_results(document)
+        return None
+    return document if not validate_results(document) and _has_fields(document) else None
+
+
+def finished(out: Path, results: str = RESULTS) -> bool:
+    """Whether `out` holds a finished `results` file (see `_graded`); if not, the batch grades it again."""
+    return _graded(out / results) is not None
+
+
+def error_text(extra_data: dict) -> str:
+    """What went wrong with a grade, in a line for the gradebook, from its results' top-level
+    extra_data; empty for a grade that ran every test."""
+    outcome = Outcome(extra_data["outcome"])
+    if outcome is Outcome.OUT_OF_MEMORY:
+        return "not graded: the grading machine ran out of memory (raise --memory or the machine's)"
+    if outcome is Outcome.NOT_LOADED:
+        reason = [line.strip() for line in str(extra_data["load_error"]).splitlines() if line.strip()]
+        return f"could not be loaded: {reason[-1] if reason else 'no reason given'}"
+    if outcome is Outcome.GRADER_ERROR:
+        return str(extra_data["grader_failure"]).split("\n", 1)[0]
+    if outcome is Outcome.GRADED:
+        return ""
+    return outcome.summary(extra_data)  # the run stopped early: a line that says why
 
 
 def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object], results: str = RESULTS) -> None:
@@ -114,19 +152,11 @@ def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object
 
     started = time.monotonic()
     try:
-        result = grader(submission.path)
-        document = results_json(result)
-        error = ""
-        if getattr(result, "grader_failure", None):
-            error = "not graded: the grading machine ran out of memory (raise --memory or the machine's)"
-        elif result.output.startswith("Your submission could not be loaded"):
-            reason = [line.strip() for line in result.output.split("\n\n")[0].splitlines()[1:] if line.strip()]
-            error = f"could not be loaded: {reason[-1] if reason else 'no reason given'}"
-        elif result.output.startswith("The test run stopped early"):
-            error = result.output.splitlines()[0]
+        document = results_json(grader(submission.path))
     except Exception as failure:  # noqa: BLE001 - one broken grade must not stop the batch
-        error = f"the grader failed: {type(failure).__name__}: {failure}"
-        document = failure_results(f"{error}\n\n{traceback.format_exc()[-3000:]}", time.monotonic() - started)
+        message = Outcome.GRADER_ERROR.summary({"error": f"{type(failure).__name__}: {failure}"})
+        document = failure_results(f"{message}\n\n{traceback.format_exc()[-3000:]}", time.monotonic() - started)
+    error = error_text(document["extra_data"])
     seconds = time.monotonic() - started
     write_json_atomically({"student_id": submission.student_id, "name": submission.name, "email": submission.email,
                            "submission": submission.key, "seconds": round(seconds, 2), "error": error},
@@ -160,24 +190,20 @@ def _read(path: Path) -> dict:
 
 
 def load_row(out: Path, submission: Submission) -> Row:
-    """One submission's line of the gradebook, from what grade_one (and a GPU grade) wrote."""
+    """One submission's line of the gradebook, from what grade_one (and a GPU grade) wrote: each
+    finished results file's tests, by the problem and part their extra_data names."""
     points: dict[tuple[int, str], float] = {}
     possible: dict[tuple[int, str], float] = {}
     failed = []
-    for name, default_part in ((RESULTS, None), (RESULTS_GPU, "gpu")):
-        for test in _read(out / name).get("tests", []):
-            tags = test.get("tags", [])
-            problem = next((int(t.split()[1]) for t in tags if t.startswith("problem ")), 0)
-            part = default_part or ("gpu" if "gpu" in tags else "hidden" if "hidden" in tags else "public")
+    for name in (RESULTS, RESULTS_GPU):
+        for test in (_graded(out / name) or {}).get("tests", []):
+            problem, part = test["extra_data"]["problem"], test["extra_data"]["part"]
             points[problem, part] = points.get((problem, part), 0.0) + float(test.get("score", 0))
             possible[problem, part] = possible.get((problem, part), 0.0) + float(test.get("max_score", 0))
             if test.get("status") == "failed":
                 failed.append((problem, str(test.get("name", "?")).split("[", 1)[0]))
     meta = _read(out / meta_name(RESULTS)) or _read(out / meta_name(RESULTS_GPU))
     return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")))
-
-
-PARTS = ("public", "hidden", "gpu")
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV injection: what a spreadsheet may run

@@ -70,6 +70,7 @@ def _grader(args: argparse.Namespace, progress: bool):
 
 def _grade(args: argparse.Namespace) -> int:
     from staff.bytecode import ensure_compiled
+    from staff.console import points_table
     from staff.grade import REPO_ROOT, stop_running
     from staff.gradescope import write_results
 
@@ -98,7 +99,12 @@ def _grade(args: argparse.Namespace) -> int:
         return 130
     write_results(result, out)
     _print_protections(result.protections)
-    print(result.output)
+    # The staff's view: the student's summary would say the hidden tests add points, not which.
+    summary = result.outcome.summary(result.details)
+    if summary:
+        print(f"{summary}\n")
+    if result.tests:
+        print("\n".join(points_table(result.tests)))
     print(f"\nscore {result.score:g} / {result.max_score:g}; results written to {out}")
     return 0
 

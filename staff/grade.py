@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from adapters._text import clean_text
 from staff import collected
+from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
@@ -51,7 +52,6 @@ HIDDEN_SUITE = REPO_ROOT / "staff" / "hidden"
 LISTED_TESTS = REPO_ROOT / collected.COLLECTED_FILE  # written by `staff bundle`; absent in the repo
 IMPORT_TIMEOUT_S = 120
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
-NEVER_FINISHED = "FAILED: this test never finished"
 SUMMARY_CHARS = 8000  # of the text above the points table in results.json
 # Every test's output together, as results.json holds them (escaped): the file stays well under
 # 1 MB whatever the submission prints or raises.
@@ -78,7 +78,9 @@ class Grade:
     seconds: float
     protections: dict[str, str] = field(default_factory=dict)  # what confined the student's code
     memory: dict[str, int] = field(default_factory=dict)  # bytes: what grading cost the grader's processes
-    grader_failure: str | None = None  # set when the grade says nothing of the submission (staff-facing)
+    outcome: Outcome = Outcome.GRADED  # how the grade ended
+    details: Details = field(default_factory=dict)  # the outcome's facts (see staff.outcomes), paths scrubbed
+    never_ran: dict[str, Outcome] = field(default_factory=dict)  # nodeid -> why that test never ran
 
     @property
     def score(self) -> float:
@@ -96,6 +98,9 @@ class Report:
     tests: dict[str, GradedTest] = field(default_factory=dict)
     finished: int = 0
     notes: dict[str, object] = field(default_factory=dict)
+    outcome: Outcome = Outcome.GRADED  # set by run_suite when the run did not end on its own with every test
+    details: Details = field(default_factory=dict)  # that outcome's facts
+    never_ran: dict[str, Outcome] = field(default_factory=dict)  # nodeid -> why that test never ran
 
 
 def read_report(path: Path) -> Report:
@@ -190,15 +195,18 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
     if child.returncode == -signal.SIGKILL and not timed_out and memory.oom_kills() > killed_before:
         limit = memory.limit_bytes()
         size = f" ({limit / 2**20:.0f} MiB)" if limit else ""
-        report.notes["grader_out_of_memory"] = f"the test process was killed when the container's memory{size} ran out"
+        report.outcome = Outcome.OUT_OF_MEMORY
+        report.details = {"what": f"the test process was killed when the container's memory{size} ran out",
+                          "memory_limit_bytes": limit}
         return report, log_text
     if not report.tests:
         raise RuntimeError(f"the test suite collected nothing (exit {child.returncode}); its output:\n{log_text}")
-    for test in report.tests.values():
-        if test.status is None:
-            why = f"the time limit of {timeout_s:g} s" if timed_out else \
-                f"the test process ended (exit code {child.returncode})"
-            _not_run(test, f"{NEVER_FINISHED}: {why} stopped the run.")
+    unfinished = [test for test in report.tests.values() if test.status is None]
+    if unfinished:
+        report.outcome, report.details = (Outcome.TIME_LIMIT, {"time_limit_s": timeout_s}) if timed_out else \
+            (Outcome.PROCESS_ENDED, {"exit_code": child.returncode})
+        for test in unfinished:
+            _not_run(test, report.outcome, report.details, report.never_ran)
     return report, log_text
 
 
@@ -231,15 +239,6 @@ def scrub(text: str, paths: list[tuple[str, str]]) -> str:
     return _CONTROL.sub("\ufffd", clean_text(text))
 
 
-def out_of_memory_message(what: str) -> str:
-    """The staff-facing summary of a grade that the container's memory limit stopped: `what` happened."""
-    limit = memory.limit_bytes()
-    return (f"This submission was not graded: {what}. The grading container is too small for the grader and the "
-            f"student's code together; this is not your fault, and no test was counted. Course staff: raise the "
-            f"memory in the assignment's Autograder settings (at least {memory.RECOMMENDED_MEMORY_BYTES / 2**30:g} GB"
-            f"{'' if limit is None else f'; it is {limit / 2**20:.0f} MiB now'}) and regrade.")
-
-
 def _json_bytes(text: str) -> int:
     return len(json.dumps(text))  # as results.json holds it: a non-ASCII character takes 6 bytes
 
@@ -260,13 +259,14 @@ def share_output(tests: list[GradedTest], budget: int = OUTPUT_BUDGET_BYTES) -> 
         left -= cost
 
 
-def _not_run(test: GradedTest, why: str) -> None:
-    """Score a test that never ran: failed, unless it is a GPU test on a machine without one, which
-    would have been skipped (0 of 0) had it run."""
+def _not_run(test: GradedTest, outcome: Outcome, details: Details, never_ran: dict[str, Outcome]) -> None:
+    """Score a test that `outcome` kept from running, and record why in `never_ran`: failed, unless it
+    is a GPU test on a machine without one, which would have been skipped (0 of 0) had it run."""
+    never_ran[test.nodeid] = outcome
     if test.needs_cuda and not cuda_available():
         test.status, test.output = SKIPPED, f"skipped: {NO_GPU_REASON}"
     else:
-        test.status, test.output = FAILED, why
+        test.status, test.output = FAILED, outcome.never_ran(details)
 
 
 def marker_expression(gpu: bool) -> str:
@@ -382,32 +382,29 @@ def grade(
         else:
             extra += ["-p", "staff.sandbox.plugin", "--sandbox", str(workspace.settings),
                       f"--timeout={options.test_budget_s + options.startup_timeout_s:g}"]
-        summary, protections, usage, shortage = "", {}, {}, None
+        protections, usage = {}, {}
         if problem is None:
             report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
-            tests = list(report.tests.values())
+            tests, outcome, details, never_ran = list(report.tests.values()), report.outcome, report.details, \
+                report.never_ran
             protections = dict(report.notes.get("protections") or {})
             if workspace.no_user is not None:  # the worker only knows it was given no uid; this says why
                 protections["separate user"] = f"off: {workspace.no_user}"
             if isinstance(report.notes.get("peak_rss_bytes"), int):
                 usage["test process peak RSS"] = report.notes["peak_rss_bytes"]
-            if "grader_out_of_memory" in report.notes:
+            if outcome.grader_failure:
                 # Nothing of this run speaks about the submission: no test is failed for it.
-                shortage = out_of_memory_message(str(report.notes["grader_out_of_memory"]))
-                tests, summary = [], shortage
+                tests, never_ran = [], {}
             elif "import_error" in report.notes:
-                summary = f"Your submission could not be loaded, so no test ran:\n{report.notes['import_error']}"
-            elif any(t.output.startswith(NEVER_FINISHED) for t in tests):
+                outcome, details = Outcome.NOT_LOADED, {"load_error": str(report.notes["import_error"])}
+            elif never_ran:
                 # The log names hidden tests and holds what the submission printed: the staff see it, not the student.
                 print(f"the test run stopped early; the end of its log:\n{log[-2000:]}", file=sys.stderr)
-                summary = next(t.output for t in tests if t.output.startswith(NEVER_FINISHED)).replace(
-                    f"{NEVER_FINISHED}: ", "The test run stopped early: ") + " Tests that did not finish score 0."
         else:
             tests = graded_tests(workspace.grader, hidden, problems, gpu, hidden_visibility)
-            message = f"Your submission could not be loaded, so no test ran:\n{problem}"
+            outcome, details, never_ran = Outcome.NOT_LOADED, {"load_error": problem}, {}
             for test in tests:
-                _not_run(test, message)
-            summary = message
+                _not_run(test, outcome, details, never_ran)
         if in_process:
             protections = {"worker process": "off: graded in-process (--in-process)"}
         # The same submission graded twice reads the same wherever it was graded, and no text from
@@ -416,11 +413,14 @@ def grade(
         for test in tests:
             test.output = truncated(scrub(test.output, paths))
         share_output(tests)
-        summary = truncated(scrub(summary, paths), SUMMARY_CHARS)
+        details = {key: scrub(value, paths) if isinstance(value, str) else value for key, value in details.items()}
+        summary = truncated(outcome.summary(details), SUMMARY_CHARS)
+        details = {key: truncated(value, SUMMARY_CHARS) if isinstance(value, str) else value
+                   for key, value in details.items()}
         usage["grader process peak RSS"] = peak_rss_bytes()
         peak = memory.peak_bytes()
         if peak is not None:
             usage["memory cgroup peak (all it holds, page cache included)"] = peak
-    table = "" if shortage else "\n".join(format_table(tests, hidden_shown=hidden_visibility == "visible"))
+    table = "" if outcome.grader_failure else "\n".join(format_table(tests, hidden_visibility == "visible"))
     return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
-                 protections=protections, memory=usage, grader_failure=shortage)
+                 protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran)

@@ -3,9 +3,16 @@
 The document follows Gradescope's "Autograder Specifications": top-level score, execution_time,
 output (Markdown here, so the points table keeps its alignment inside a code block), visibility
 and stdout_visibility; per test name, number, score, max_score, status, output (plain text), tags
-(its problem, public or hidden), visibility and extra_data (the pytest node id). A `cuda` test that
-could not run for want of a GPU is left out: no student sees a test they cannot fix, and the GPU
-grader's own results carry it.
+(its problem, public or hidden), visibility and extra_data. A `cuda` test that could not run for want
+of a GPU is left out: no student sees a test they cannot fix, and the GPU grader's own results carry it.
+
+extra_data is the staff's, as fields (the gradebook reads these, never the prose nor the tags):
+- top level: "outcome" (a `staff.outcomes.Outcome` value) and that outcome's details ("load_error",
+  "time_limit_s", "exit_code", or "what" and "memory_limit_bytes"); "max_score", "protections" (what
+  confined the student's code) and "memory_bytes" (what grading cost); "grader_failure" (the
+  staff-facing reason) only when the grade says nothing of the submission;
+- per test: "nodeid" (pytest's), "problem" (its number), "part" ("public", "hidden" or "gpu") and, for
+  a test that never ran, "reason" (the `Outcome` value that kept it from running).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from staff.grade import Grade
+from staff.outcomes import Outcome
 from tests.grading import PASSED, SKIPPED, VISIBILITIES, GradedTest
 
 OUTPUT_FORMATS = ("text", "html", "simple_format", "md", "ansi")
@@ -29,7 +37,16 @@ def fenced(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def _test_entry(test: GradedTest) -> dict:
+PARTS = ("public", "hidden", "gpu")  # the parts of a grade, as each test's extra_data names them
+
+
+def part(test: GradedTest) -> str:
+    """Which part of the grade `test` counts in: "gpu" (a `cuda` test), "hidden" or "public"."""
+    return "gpu" if test.needs_cuda else "hidden" if test.hidden else "public"
+
+
+def _test_entry(test: GradedTest, reason: Outcome | None) -> dict:
+    extra = {"nodeid": test.nodeid, "problem": test.problem, "part": part(test)}
     return {
         "name": test.name,
         "number": test.number,
@@ -40,17 +57,16 @@ def _test_entry(test: GradedTest) -> dict:
         "output_format": "text",
         "tags": [f"problem {test.problem}", "hidden" if test.hidden else "public"] + ["gpu"] * test.needs_cuda,
         "visibility": test.visibility,
-        "extra_data": {"nodeid": test.nodeid},
+        "extra_data": extra if reason is None else {**extra, "reason": reason.value},
     }
 
 
 def results_json(grade: Grade, visibility: str = "visible") -> dict:
     """The results document: total score, summary output and every gradable test's score and output.
-    A grade the grader could not make (`grade.grader_failure`) has no tests and says why."""
-    if grade.grader_failure is not None:
-        document = failure_results(grade.output, grade.seconds)
-        document["extra_data"] = {"grader_failure": grade.grader_failure, "protections": grade.protections,
-                                  "memory_bytes": grade.memory}
+    A grade the grader could not make (`grade.outcome.grader_failure`) has no tests and says why."""
+    if grade.outcome.grader_failure:
+        document = failure_results(grade.output, grade.seconds, grade.outcome)
+        document["extra_data"].update(grade.details, protections=grade.protections, memory_bytes=grade.memory)
         return document
     tests = [t for t in grade.tests if t.status != SKIPPED]
     return {
@@ -61,16 +77,18 @@ def results_json(grade: Grade, visibility: str = "visible") -> dict:
         "test_output_format": "text",
         "visibility": visibility,
         "stdout_visibility": "hidden",
-        "extra_data": {"max_score": sum(t.possible for t in tests), "protections": grade.protections,
-                       "memory_bytes": grade.memory},
-        "tests": [_test_entry(t) for t in tests],
+        "extra_data": {"outcome": grade.outcome.value, **grade.details, "max_score": sum(t.possible for t in tests),
+                       "protections": grade.protections, "memory_bytes": grade.memory},
+        "tests": [_test_entry(t, grade.never_ran.get(t.nodeid)) for t in tests],
     }
 
 
-def failure_results(message: str, seconds: float = 0.0) -> dict:
-    """A results document for a grade that could not run at all: 0, and the reason."""
+def failure_results(message: str, seconds: float = 0.0, outcome: Outcome = Outcome.GRADER_ERROR) -> dict:
+    """A results document for a grade that could not run at all (`outcome`, a grader failure): 0, and
+    the reason, which extra_data holds as "grader_failure" too."""
     return {"score": 0.0, "execution_time": round(seconds, 1), "output": fenced(message), "output_format": "md",
-            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+            "extra_data": {"outcome": outcome.value, "grader_failure": message}}
 
 
 def write_json_atomically(document: dict, out: Path) -> None:

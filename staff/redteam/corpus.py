@@ -238,7 +238,7 @@ def judge(case: Case, results: dict) -> list[str]:
     earned: dict[int, float] = {n: 0.0 for n in MODULES}
     possible: dict[int, float] = {n: 0.0 for n in MODULES}
     for test in results.get("tests", []):
-        problem = next((int(tag.split()[1]) for tag in test.get("tags", []) if tag.startswith("problem ")), 0)
+        problem = test.get("extra_data", {}).get("problem", 0)
         if problem in MODULES:
             earned[problem] += test["score"]
             possible[problem] += test["max_score"]

@@ -63,6 +63,25 @@ def test_the_bundle_holds_the_grader_and_no_solution():
     assert any("holds the solution body" in p for p in check(REPO_ROOT, files))
 
 
+def test_every_staff_module_the_bundled_grader_imports_is_in_the_bundle():
+    # Catches a new module of staff/ (staff/outcomes.py, say) that the grader imports but the bundle's
+    # list leaves out: on Gradescope every grade would end in "the autograder itself failed".
+    import ast
+
+    files = planned_files(REPO_ROOT)
+    imported = set()
+    for name in [n for n in files if n.startswith("staff/") and n.endswith(".py")]:
+        for node in ast.walk(ast.parse(files[name].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("staff."):
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names if alias.name.startswith("staff.")}
+    paths = {module: module.replace(".", "/") for module in imported}  # a module's file, or a package's folder
+    missing = [module for module, path in sorted(paths.items())
+               if f"{path}.py" not in files and not any(name.startswith(f"{path}/") for name in files)]
+    assert imported and missing == []
+
+
 def test_the_bundle_refuses_a_name_without_zip_and_an_existing_file(tmp_path):
     with pytest.raises(ReleaseError, match=r"\.zip"):
         build_bundle(tmp_path / "autograder.tar", REPO_ROOT)

@@ -125,8 +125,8 @@ def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_pa
     if case.survivors:
         assert not [c for c in running_commands() if c.startswith(case.survivors)]
     if name == "memory-bomb":  # the student's own bomb is theirs: its tests fail and say why
-        attacked = [f"problem {n}" for n in case.lose]
-        failed = [t["output"] for t in results["tests"] if t["status"] == "failed" and set(attacked) & set(t["tags"])]
+        failed = [t["output"] for t in results["tests"] if t["status"] == "failed" and
+                  t["extra_data"]["problem"] in case.lose]
         assert failed and any("ran out of memory" in text for text in failed), failed[:2]
         assert "grader_failure" not in results["extra_data"]
     if name == "network-and-proc-snooping":
