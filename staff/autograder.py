@@ -21,16 +21,18 @@ from staff.gradescope import failure_results, write_json_atomically
 from staff.outcomes import Outcome
 
 DEADLINE_S = 540  # Gradescope's default limit is 600 s; set-up, writing and a margin take the rest
+# Written by `staff bundle` beside this module: the settings the course chose for its Gradescope grades.
+SETTINGS_FILE = Path(__file__).resolve().parent / "settings.json"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m staff.autograder", description=__doc__)
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")),
                         help="the autograder's root folder (default: $AUTOGRADER_ROOT or /autograder)")
-    parser.add_argument("--deadline", type=float, default=DEADLINE_S,
-                        help="seconds the test run may take (default: %(default)g)")
-    parser.add_argument("--hidden-visibility", default=None,
-                        help="when students see the hidden tests (default: the grader's, after_due_date)")
+    parser.add_argument("--settings", type=Path, default=SETTINGS_FILE,
+                        help="the grade's settings, as `staff bundle` wrote them (default: %(default)s; where it "
+                        "is missing, the defaults of staff/sandbox/settings.py with the test run cut to "
+                        f"{DEADLINE_S:g} s)")
     args = parser.parse_args(argv)
     results = args.root / "results" / "results.json"
     started = time.monotonic()
@@ -46,9 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from staff.grade import grade
         from staff.gradescope import results_json
+        from staff.sandbox.layout import SandboxOptions
+        from staff.sandbox.settings import Settings
 
-        options = {} if args.hidden_visibility is None else {"hidden_visibility": args.hidden_visibility}
-        result = grade(args.root / "submission", timeout_s=args.deadline, progress=False, **options)
+        settings = Settings.load(args.settings) if args.settings.exists() else Settings(run_timeout_s=DEADLINE_S)
+        result = grade(args.root / "submission", timeout_s=settings.run_timeout_s, progress=False,
+                       hidden_visibility=settings.hidden_visibility, sandbox=SandboxOptions.of(settings))
         write_json_atomically(results_json(result), results)
         print(result.output)
         print(f"protections: {result.protections}")

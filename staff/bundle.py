@@ -16,12 +16,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from staff.autograder import DEADLINE_S
+from staff.autograder import DEADLINE_S, SETTINGS_FILE
 from staff.collected import COLLECTED_FILE, dumps
 from staff.markers import find_blocks
 from staff.pins import python_pin, uv_pin
 from staff.release.leaks import PUBLIC_CODE, squeeze
 from staff.release.proc import ReleaseError
+from staff.sandbox.settings import Settings
 from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
 
 FILES = Path(__file__).resolve().parent / "autograder_files"
@@ -29,6 +30,7 @@ TOP_FILES = {"setup.sh": FILES / "setup.sh", "run_autograder": FILES / "run_auto
 TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/autograder.py",
         "staff/collected.py", "staff/grade.py", "staff/gradescope.py", "staff/outcomes.py", "staff/problem_files.py",
         "staff/submission.py", "staff/sandbox", "staff/hidden"]
+SETTINGS_IN_BUNDLE = f"staff/{SETTINGS_FILE.name}"  # beside staff/autograder.py, which reads it
 EXECUTABLE = {"setup.sh", "run_autograder"}
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
 
@@ -106,13 +108,15 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
     if hidden_visibility not in VISIBILITIES:
         raise ReleaseError(f"hidden visibility {hidden_visibility!r} is not one of {VISIBILITIES}")
     python, uv = python_pin(source), uv_pin()
-    settings = {b"@HIDDEN_VISIBILITY@": hidden_visibility.encode(), b"@DEADLINE@": f"{deadline_s:g}".encode(),
-                b"@PYTHON_VERSION@": python.encode(), b"@UV_VERSION@": uv.encode()}
+    # The pins are install steps of setup.sh (shell, before any Python); the grade's settings are a file.
+    pins = {b"@PYTHON_VERSION@": python.encode(), b"@UV_VERSION@": uv.encode()}
+    grade_settings = Settings(run_timeout_s=deadline_s, hidden_visibility=hidden_visibility)
     files = planned_files(source)
     problems = check(source, files)
     if problems:
         raise ReleaseError("the bundle would not be safe to upload:\n  " + "\n  ".join(problems[:40]))
-    generated = {COLLECTED_FILE: graded_test_list(source, hidden_visibility).encode()}
+    generated = {COLLECTED_FILE: graded_test_list(source, hidden_visibility).encode(),
+                 SETTINGS_IN_BUNDLE: grade_settings.to_json().encode()}
     out.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{out.name}-", suffix=".tmp", dir=out.parent)
     os.close(handle)
@@ -124,7 +128,7 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
                 mode = 0o755 if name in EXECUTABLE else 0o644
                 info.external_attr = (stat.S_IFREG | mode) << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
-                for placeholder, value in settings.items() if name in EXECUTABLE else ():
+                for placeholder, value in pins.items() if name in EXECUTABLE else ():
                     data = data.replace(placeholder, value)
                 zf.writestr(info, data)
         os.replace(temporary, out)

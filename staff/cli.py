@@ -9,22 +9,15 @@ import sys
 from pathlib import Path
 
 DEFAULT_RESULTS, DEFAULT_GPU_RESULTS = Path("results.json"), Path("results-gpu.json")
-DEFAULT_MEMORY_GIB = 8.0
-DEFAULT_DISK_GIB = 2.0
 
 
-def _sandbox_options(args: argparse.Namespace):
-    from staff.sandbox.client import Limits
+def _sandbox_options(args: argparse.Namespace, jobs: int = 1):
     from staff.sandbox.layout import SandboxOptions
+    from staff.sandbox.settings import from_arguments
 
-    memory_gib = args.memory_gib if args.memory_gib is not None else 0 if args.gpu else DEFAULT_MEMORY_GIB
-    memory = None if memory_gib <= 0 else int(memory_gib * 2**30)
-    limits = Limits(memory_bytes=memory, disk_bytes=int(args.disk_gib * 2**30))
-    return SandboxOptions(test_budget_s=args.test_timeout, limits=limits,
-                          separate_user=not args.no_separate_user, namespaces=not args.no_namespaces,
-                          landlock=not args.no_landlock, seccomp=not args.no_seccomp, tmpfs=not args.no_tmpfs,
-                          threads=args.threads or os.cpu_count() or 1,
-                          import_timeout_s=args.import_timeout)
+    return SandboxOptions.of(from_arguments(args), gpu=args.gpu, memory_given=args.memory_gib is not None, jobs=jobs,
+                             separate_user=not args.no_separate_user, namespaces=not args.no_namespaces,
+                             landlock=not args.no_landlock, seccomp=not args.no_seccomp, tmpfs=not args.no_tmpfs)
 
 
 def _no_gpu(command: str, hint: str = "") -> bool:
@@ -57,13 +50,16 @@ def _print_protections(protections: dict[str, str]) -> None:
         print(f"sandbox: {name}: {why}", file=sys.stderr)
 
 
-def _grader(args: argparse.Namespace, progress: bool):
+def _grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
     from staff.grade import grade
+    from staff.sandbox.settings import from_arguments
+
+    settings, sandbox = from_arguments(args), _sandbox_options(args, jobs)
 
     def run(submission: Path):
-        return grade(submission, timeout_s=args.timeout, verbose=args.verbose, hidden=not args.no_hidden,
-                     hidden_visibility=args.hidden_visibility, sandbox=_sandbox_options(args),
-                     in_process=args.in_process, progress=progress, gpu=args.gpu)
+        return grade(submission, timeout_s=settings.run_timeout_s, verbose=args.verbose, hidden=not args.no_hidden,
+                     hidden_visibility=settings.hidden_visibility, sandbox=sandbox, in_process=args.in_process,
+                     progress=progress, gpu=args.gpu)
 
     return run
 
@@ -119,11 +115,9 @@ def _grade_batch(args: argparse.Namespace) -> int:
         print("staff grade: give either a SUBMISSION or --batch DIR, not both", file=sys.stderr)
         return 2
     jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
-    if args.threads is None:
-        args.threads = max(1, (os.cpu_count() or 1) // jobs)
     print(f"grading the submissions in {folder} into {out}, {jobs} at a time", file=sys.stderr)
     try:
-        lines, files = grade_batch(folder, out, _grader(args, progress=False), jobs, args.force,
+        lines, files = grade_batch(folder, out, _grader(args, progress=False, jobs=jobs), jobs, args.force,
                                    results=RESULTS_GPU if args.gpu else RESULTS)
     except BatchError as error:
         print(f"staff grade: {error}", file=sys.stderr)
@@ -139,7 +133,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
 
 
 def _add_grade(commands) -> None:
-    from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
+    from staff.sandbox.settings import add_arguments
 
     grade = commands.add_parser(
         "grade",
@@ -163,15 +157,7 @@ def _add_grade(commands) -> None:
     grade.add_argument("-j", "--jobs", type=int, default=None,
                        help="submissions graded at once (default: cores; 1 with --gpu, which refuses more)")
     grade.add_argument("--force", action="store_true", help="with --batch, grade again what is already graded")
-    grade.add_argument("--timeout", type=float, default=1800, help="seconds the whole test run of one submission "
-                       "may take; tests it does not reach score 0 (default: %(default)g)")
-    grade.add_argument("--test-timeout", type=float, default=120.0,
-                       help="seconds one test may spend in the submission's code (default: %(default)g)")
-    grade.add_argument("--import-timeout", type=float, default=120.0,
-                       help="seconds importing the submission's package may take (default: %(default)g)")
     grade.add_argument("--no-hidden", action="store_true", help="run the public tests only")
-    grade.add_argument("--hidden-visibility", choices=VISIBILITIES, default=HIDDEN_VISIBILITY,
-                       help="when students see the hidden tests on Gradescope (default: %(default)s)")
     grade.add_argument("--in-process", action="store_true",
                        help="run student code inside the test process (debugging and timing only: NOT safe "
                        "against a hostile submission)")
@@ -184,18 +170,11 @@ def _add_grade(commands) -> None:
     grade.add_argument("--no-tmpfs", action="store_true",
                        help="as root, no tmpfs mounts: the worker's /tmp is the machine's, and its disk quota is "
                        "counted after each call instead of enforced by the kernel")
-    grade.add_argument("--disk-gib", type=float, default=DEFAULT_DISK_GIB,
-                       help="what the student's files may take in all, GiB (default: %(default)g)")
     grade.add_argument("--gpu", action="store_true",
                        help="grade only the GPU part (the tests marked cuda) on this machine's GPU, into "
                        f"{DEFAULT_GPU_RESULTS} (with --batch: OUT/<name>/{DEFAULT_GPU_RESULTS}, which every gradebook "
                        "written from OUT adds to the CPU grade). Without a GPU it stops at once")
-    grade.add_argument("--memory-gib", type=float, default=None,
-                       help="address space the student's process may use, GiB (0: unlimited; default: "
-                       f"{DEFAULT_MEMORY_GIB:g}, and unlimited with --gpu: the CUDA driver maps far more address "
-                       "space than it uses)")
-    grade.add_argument("--threads", type=int, default=None,
-                       help="torch threads of the student's process (default: cores / jobs)")
+    add_arguments(grade)  # the grade's settings: staff/sandbox/settings.py
     grade.add_argument("-v", "--verbose", action="store_true",
                        help="show pytest's own output instead of a progress bar")
     grade.set_defaults(run=_grade)

@@ -9,6 +9,7 @@ limit) score 0 with a note, so every run ends in a complete result.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
+from staff.sandbox.settings import default
 from staff.submission import PACKAGE, SubmissionError, lay_package
 from tests.grading import (
     FAILED,
@@ -50,7 +52,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SUITE_PARTS = ("adapters", "tests", "pyproject.toml")
 HIDDEN_SUITE = REPO_ROOT / "staff" / "hidden"
 LISTED_TESTS = REPO_ROOT / collected.COLLECTED_FILE  # written by `staff bundle`; absent in the repo
-IMPORT_TIMEOUT_S = 120
+IMPORT_TIMEOUT_S = default("import_timeout_s")
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
 SUMMARY_CHARS = 8000  # of the text above the points table in results.json
 # Every test's output together, as results.json holds them (escaped): the file stays well under
@@ -330,12 +332,12 @@ def _lay(submission: Path, scratch: Path) -> tuple[Path, str | None]:
 
 def grade(
     submission: Path,
-    timeout_s: float = 1800,
+    timeout_s: float = default("run_timeout_s"),
     verbose: bool = False,
     test_timeout_s: float | None = None,
     *,
     hidden: bool = True,
-    hidden_visibility: str = HIDDEN_VISIBILITY,
+    hidden_visibility: str = default("hidden_visibility"),
     sandbox: SandboxOptions | None = None,
     in_process: bool = False,
     progress: bool = True,
@@ -364,8 +366,8 @@ def grade(
     hidden = hidden and HIDDEN_SUITE.is_dir() and not gpu
     started = time.monotonic()
     options = sandbox or SandboxOptions()
-    if test_timeout_s is not None:
-        options.test_budget_s = test_timeout_s
+    if test_timeout_s is not None:  # a copy: the caller's options (shared by a batch's grades) stay as they were
+        options = dataclasses.replace(options, test_budget_s=test_timeout_s)
     with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch_name:
         scratch = Path(scratch_name)
         package, problem = _lay(submission, scratch)

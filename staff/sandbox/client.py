@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from staff.sandbox import memory
+from staff.sandbox import memory, settings
 from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, write_frame
 from staff.sandbox.leftovers import remove_leftovers
 
@@ -68,12 +68,12 @@ class Limits:
     life; file size in bytes; processes counts the user's processes and threads; disk is what its
     folders (its own, the tests', and its private /tmp) may hold in all, in bytes and entries."""
 
-    memory_bytes: int | None = 8 << 30
+    memory_bytes: int | None = int(settings.default("memory_gib") * 2**30)
     cpu_seconds: int = 1800
     file_bytes: int = 1 << 30
     processes: int = 512
     open_files: int = 1024
-    disk_bytes: int = 2 << 30
+    disk_bytes: int = int(settings.default("disk_gib") * 2**30)
     disk_files: int = 20_000
 
 

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from staff.sandbox.client import Limits, WorkerConfig, site_packages
+from staff.sandbox.settings import Settings, default
 from staff.sandbox.uids import worker_uids
 
 WORKER_FILES = ("worker.py", "frames.py", "confine.py")
@@ -49,16 +50,26 @@ def library_folders() -> list[str]:
 class SandboxOptions:
     """How a submission's code is confined; see `staff grade --help`."""
 
-    test_budget_s: float = 120.0  # seconds of calls into student code one test may spend
+    test_budget_s: float = default("test_timeout_s")  # seconds of calls into student code one test may spend
     limits: Limits = field(default_factory=Limits)
     separate_user: bool = True
     namespaces: bool = True
     landlock: bool = True
     seccomp: bool = True
     tmpfs: bool = True
-    threads: int = 1
+    threads: int = field(default_factory=lambda: Settings().torch_threads())  # the CPUs this grade may use
     startup_timeout_s: float = 300.0
-    import_timeout_s: float = 120.0
+    import_timeout_s: float = default("import_timeout_s")
+
+    @classmethod
+    def of(cls, settings: Settings, *, gpu: bool = False, memory_given: bool = True, jobs: int = 1,
+           **protections: bool) -> SandboxOptions:
+        """The options `settings` give (the memory of a GPU grade unlimited unless `memory_given`; torch
+        threads shared among `jobs`), with protections switched off by keyword (namespaces=False, ...)."""
+        limits = Limits(memory_bytes=settings.memory_bytes(gpu=gpu, given=memory_given),
+                        disk_bytes=int(settings.disk_gib * 2**30))
+        return cls(test_budget_s=settings.test_timeout_s, limits=limits, threads=settings.torch_threads(jobs),
+                   import_timeout_s=settings.import_timeout_s, **protections)
 
 
 @dataclass

@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from staff.batch import RESULTS, RESULTS_GPU, Submission, write_gradebook
-from staff.cli import DEFAULT_MEMORY_GIB, _add_grade, _sandbox_options, main
+from staff.cli import _add_grade, _sandbox_options, main
 from staff.grade import REPO_ROOT, Grade, grade
 from staff.gradescope import results_json, write_json_atomically
+from staff.sandbox.settings import default
 from tests.grading import FAILED, PASSED, GradedTest
 
 
@@ -66,7 +67,7 @@ def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_p
         assert "one at a time" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     assert memory_limit("--gpu") is None and memory_limit("--gpu", "--memory-gib", "4") == 4 << 30
-    assert memory_limit() == DEFAULT_MEMORY_GIB * 2**30
+    assert memory_limit() == default("memory_gib") * 2**30
 
 
 def test_validate_gpu_grades_without_the_address_space_limit(monkeypatch):
@@ -79,7 +80,7 @@ def test_validate_gpu_grades_without_the_address_space_limit(monkeypatch):
                         seen.append((options.limits.memory_bytes, gpu)) or run.Outcome(key, kind, problem))
     run.validate([], jobs=1, progress=False, gpu=True)
     run.validate([], jobs=1, progress=False, gpu=False)
-    assert seen == [(None, True), (DEFAULT_MEMORY_GIB * 2**30, False)]
+    assert seen == [(None, True), (default("memory_gib") * 2**30, False)]
 
 
 def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
