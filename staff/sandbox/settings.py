@@ -88,15 +88,29 @@ def default(name: str):
     return spec.default if spec.default is not MISSING else spec.default_factory()
 
 
+def _at_least_zero(kind: type):
+    """An argparse type: a number of `kind` that is 0 or more (argparse then names the option)."""
+    def convert(text: str):
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {text}")
+        return value
+
+    convert.__name__ = kind.__name__  # what argparse says was expected
+    return convert
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One option per setting, with its default and help (the default shown; None where a default
-    depends on other options, such as --memory-gib with --gpu)."""
+    """One option per setting, with its default and help."""
     for spec in fields(Settings):
         extra = {k: v for k, v in spec.metadata.items() if k not in ("option", "help")}
-        shown = spec.default
-        parser.add_argument(spec.metadata["option"], dest=spec.name, type=type(spec.default), default=None,
-                            help=f"{spec.metadata['help']} (default: {shown:g})" if isinstance(shown, (int, float))
-                            else f"{spec.metadata['help']} (default: {shown})", **extra)
+        number = isinstance(spec.default, (int, float))
+        shown = f"{spec.default:g}" if number else spec.default
+        metavar = {} if "choices" in extra else {"metavar": "N" if isinstance(spec.default, int) else
+                                                 "GIB" if spec.name.endswith("_gib") else "SECONDS"}
+        parser.add_argument(spec.metadata["option"], dest=spec.name, default=None,
+                            type=_at_least_zero(type(spec.default)) if number else str,
+                            help=f"{spec.metadata['help']} (default: {shown})", **metavar, **extra)
 
 
 def from_arguments(args: argparse.Namespace) -> Settings:

@@ -31,6 +31,13 @@ def test_the_command_line_takes_its_defaults_and_options_from_the_settings():
     assert options.limits.memory_bytes == default("memory_gib") * 2**30 == SandboxOptions().limits.memory_bytes
 
 
+@pytest.mark.parametrize("argv", [("--threads", "-1"), ("--timeout", "-5"), ("--memory-gib", "x")])
+def test_a_bad_setting_is_an_argument_error_not_a_traceback(argv, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        parsed(*argv)
+    assert stopped.value.code == 2 and f"argument {argv[0]}" in capsys.readouterr().err
+
+
 def test_torch_threads_follow_the_cpus_a_grade_may_use():
     # Mistake this catches: os.cpu_count() threads in a container of half a CPU (the host's cores, oversubscribed).
     assert Settings().torch_threads(jobs=1, cpus=0.5) == 1
