@@ -39,16 +39,17 @@ class NewProblem:
     title: str
 
     @property
-    def nn(self) -> str:
-        return f"{self.number:02d}"
-
-    @property
     def page(self) -> str:
-        return f"handout/{self.nn}_{self.module}.md"
+        return files.handout_page(self.number, self.module)
+
+    def path(self, name) -> str:
+        """The relative path `staff.problem_files`' function `name` gives this problem's file."""
+        return str(name(Path(), self.number, self.module))
 
 
 def validate(problem: NewProblem, repo: Path) -> None:
-    """Raises ScaffoldError, saying what was wrong and what is expected, for arguments the scaffold cannot take."""
+    """Raises ScaffoldError, saying what was wrong and what is expected, for arguments the scaffold cannot take
+    (`scaffold` then refuses any of its files that already exists)."""
     if problem.number < 1 or problem.number in PROBLEMS:
         raise ScaffoldError(f"problem {problem.number} is taken or not positive; the problems declared are "
                             f"{sorted(PROBLEMS)} (the next is {max(PROBLEMS, default=0) + 1})")
@@ -58,17 +59,13 @@ def validate(problem: NewProblem, repo: Path) -> None:
         raise ScaffoldError(f"module {problem.module!r} already belongs to another problem")
     if not problem.title.strip() or any(c in problem.title for c in "|\n`"):
         raise ScaffoldError(f"title {problem.title!r} must be non-empty text without '|', '`' or a line break")
-    for path in (repo / "cs336_basics" / f"{problem.module}.py", repo / "adapters" / f"{problem.module}.py",
-                 repo / problem.page):
-        if path.exists():
-            raise ScaffoldError(f"{path.relative_to(repo)} already exists")
 
 
 def new_files(p: NewProblem) -> dict[str, str]:
     """Relative path -> text of each file the scaffold creates."""
     section = f"§{p.number}.1"
     return {
-        f"cs336_basics/{p.module}.py": f'''"""Problem {p.number}: {p.title}.
+        p.path(files.module_file): f'''"""Problem {p.number}: {p.title}.
 
 {TODO}: one paragraph on what the student builds and why.
 
@@ -91,7 +88,7 @@ def {p.module}(x: int) -> int:
     raise NotImplementedError("{TODO}: the reference solution of Problem {p.number}")
     # END SOLUTION
 ''',
-        f"adapters/{p.module}.py": f'''"""Problem {p.number} adapters: {p.title} ({p.page}).
+        p.path(files.adapter_file): f'''"""Problem {p.number} adapters: {p.title} ({p.page}).
 
 {TODO}: what crosses the boundary, as plain data.
 """
@@ -108,7 +105,7 @@ def run_{p.module}(x: int) -> int:
 
     return {p.module}.{p.module}(x)
 ''',
-        f"tests/test_{p.nn}_{p.module}.py": f'''"""Problem {p.number}: {p.title}.
+        p.path(files.new_public_test_file): f'''"""Problem {p.number}: {p.title}.
 
 {TODO}: what these tests check.
 """
@@ -131,7 +128,7 @@ def test_{p.module}_todo():
     # {p.page} in step (`staff check`).
     check_equal(A.run_{p.module}(1), "{TODO}", what="{p.module}(1)", inputs="x=1", see=f"{{SEE}} {section}")
 ''',
-        f"staff/hidden/test_hidden_{p.nn}_{p.module}.py": f'''"""Hidden tests, Problem {p.number}: {p.title}.
+        p.path(files.new_hidden_test_file): f'''"""Hidden tests, Problem {p.number}: {p.title}.
 
 {TODO}: the edges the public tests leave out.
 
@@ -164,18 +161,14 @@ def test_hidden_{p.module}_todo():
 
 ## Tests
 
-`tests/test_{p.nn}_{p.module}.py`: 1 point.
+`{p.path(files.new_public_test_file)}`: 1 point.
 
 | Test | Section | Points |
 |---|---|---:|
 | `test_{p.module}_todo` | {section} | 1 |
 """,
-        _variants_path(p): _variants_text(p),
+        p.path(files.variants_file): _variants_text(p),
     }
-
-
-def _variants_path(p: NewProblem) -> str:
-    return f"{files.VARIANTS}/p{p.nn}_{p.module}.toml"
 
 
 def _variants_text(p: NewProblem) -> str:
@@ -198,7 +191,8 @@ def edited_files(p: NewProblem, repo: Path, tests: list[GradedTest]) -> dict[str
     total = re.search(r"^\| \*\*Total\*\* \|", summary, re.MULTILINE)
     if total is None:
         raise ScaffoldError(f"{SUMMARY}: no '| **Total** |' row to add the new row above")
-    row = f"| {p.number}. {p.title} | 1 | 1 | [{p.nn}_{p.module}.md]({p.nn}_{p.module}.md) |\n"
+    link = Path(p.page).name  # the summary sits beside the pages
+    row = f"| {p.number}. {p.title} | 1 | 1 | [{link}]({link}) |\n"
     summary = summary[:total.start()] + row + summary[total.start():]
     texts = {REGISTRY: registry, SUMMARY: summary, "README.md": (repo / "README.md").read_text(encoding="utf-8")}
     scaffolded = [GradedTest(nodeid=f"{hidden}::new", name="new", number=f"{p.number}.1", problem=p.number, points=1,

@@ -26,12 +26,31 @@ VARIANTS = "staff/validate/variants"
 _TEST_FILE = re.compile(r"^test_(?:hidden_)?(\d{2})_\w+\.py$")
 
 
-def module_file(repo: Path, number: int) -> Path:
-    return repo / "cs336_basics" / f"{PROBLEMS[number].module}.py"
+def _module(number: int, module: str | None) -> str:
+    return module if module is not None else PROBLEMS[number].module
 
 
-def adapter_file(repo: Path, number: int) -> Path:
-    return repo / "adapters" / f"{PROBLEMS[number].module}.py"
+# Each name takes the problem's module from PROBLEMS, or from `module` for a problem not declared yet
+# (`staff new-problem` names the files it is about to write with these same functions).
+def module_file(repo: Path, number: int, module: str | None = None) -> Path:
+    return repo / "cs336_basics" / f"{_module(number, module)}.py"
+
+
+def adapter_file(repo: Path, number: int, module: str | None = None) -> Path:
+    return repo / "adapters" / f"{_module(number, module)}.py"
+
+
+def handout_page(number: int, module: str) -> str:
+    """The page a new problem gets (a declared problem's page is the one PROBLEMS names)."""
+    return f"handout/{number:02d}_{module}.md"
+
+
+def new_public_test_file(repo: Path, number: int, module: str) -> Path:
+    return repo / PUBLIC_TESTS / f"test_{number:02d}_{module}.py"
+
+
+def new_hidden_test_file(repo: Path, number: int, module: str) -> Path:
+    return repo / HIDDEN_TESTS / f"test_hidden_{number:02d}_{module}.py"
 
 
 def public_test_files(repo: Path, number: int) -> list[Path]:
@@ -42,8 +61,8 @@ def hidden_test_files(repo: Path, number: int) -> list[Path]:
     return sorted((repo / HIDDEN_TESTS).glob(f"test_hidden_{number:02d}_*.py"))
 
 
-def variants_file(repo: Path, number: int) -> Path:
-    return repo / VARIANTS / f"p{number:02d}_{PROBLEMS[number].module}.toml"
+def variants_file(repo: Path, number: int, module: str | None = None) -> Path:
+    return repo / VARIANTS / f"p{number:02d}_{_module(number, module)}.toml"
 
 
 def problem_of_test_file(path: Path) -> int | None:

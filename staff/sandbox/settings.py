@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
@@ -84,8 +84,7 @@ class Settings:
 
 def default(name: str):
     """The declared default of setting `name`."""
-    spec = next(spec for spec in fields(Settings) if spec.name == name)
-    return spec.default if spec.default is not MISSING else spec.default_factory()
+    return next(spec.default for spec in fields(Settings) if spec.name == name)
 
 
 def _at_least_zero(kind: type):
