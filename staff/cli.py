@@ -95,6 +95,11 @@ def _grade(args: argparse.Namespace) -> int:
         return 130
     write_results(result, out)
     _print_protections(result.protections)
+    if result.graded_files:
+        taken = result.graded_files
+        print(f"graded {len(taken['files'])} files from {taken['from']} of the upload", file=sys.stderr)
+        for note in taken["not_graded"]:
+            print(f"not graded: {note}", file=sys.stderr)
     # The staff's view: the student's summary would say the hidden tests add points, not which.
     summary = result.outcome.summary(result.details)
     if summary:

@@ -32,7 +32,7 @@ from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.sandbox.settings import default
-from staff.submission import PACKAGE, SubmissionError, lay_package
+from staff.submission import PACKAGE, Intake, SubmissionError, lay_package
 from tests.grading import (
     FAILED,
     HIDDEN_VISIBILITY,
@@ -55,6 +55,7 @@ LISTED_TESTS = REPO_ROOT / collected.COLLECTED_FILE  # written by `staff bundle`
 IMPORT_TIMEOUT_S = default("import_timeout_s")
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
 SUMMARY_CHARS = 8000  # of the text above the points table in results.json
+INTAKE_CHARS = 2000  # of the lines saying which files were graded (names come from the upload)
 # Every test's output together, as results.json holds them (escaped): the file stays well under
 # 1 MB whatever the submission prints or raises.
 OUTPUT_BUDGET_BYTES = 600_000
@@ -83,6 +84,7 @@ class Grade:
     outcome: Outcome = Outcome.GRADED  # how the grade ended
     details: Details = field(default_factory=dict)  # the outcome's facts (see staff.outcomes), paths scrubbed
     never_ran: dict[str, Outcome] = field(default_factory=dict)  # nodeid -> why that test never ran
+    graded_files: dict[str, object] = field(default_factory=dict)  # what the intake took (Intake.as_data), scrubbed
 
     @property
     def score(self) -> float:
@@ -241,6 +243,17 @@ def scrub(text: str, paths: list[tuple[str, str]]) -> str:
     return _CONTROL.sub("\ufffd", clean_text(text))
 
 
+def _scrubbed(data: object, paths: list[tuple[str, str]]) -> object:
+    """`data` (JSON-like) with every string in it, keys included, scrubbed and cut to INTAKE_CHARS."""
+    if isinstance(data, str):
+        return truncated(scrub(data, paths), INTAKE_CHARS)
+    if isinstance(data, dict):
+        return {_scrubbed(key, paths): _scrubbed(value, paths) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_scrubbed(item, paths) for item in data]
+    return data
+
+
 def _json_bytes(text: str) -> int:
     return len(json.dumps(text))  # as results.json holds it: a non-ASCII character takes 6 bytes
 
@@ -317,17 +330,17 @@ def graded_tests(workspace: Path, hidden: bool, problems: set[int] | None, gpu: 
     return listed if listed is not None else collect_only(workspace, hidden, problems, gpu, hidden_visibility)
 
 
-def _lay(submission: Path, scratch: Path) -> tuple[Path, str | None]:
-    """The submission's package laid out in `scratch/submitted`, and why it is unusable (or None)."""
+def _lay(submission: Path, scratch: Path) -> tuple[Path, Intake | None, str | None]:
+    """The submission's package laid out in `scratch/submitted`, what was taken in, and why it is
+    unusable (None, and the reason, when it is)."""
     package = scratch / "submitted"
     try:
-        lay_package(submission, package)
-        return package, None
+        return package, lay_package(submission, package), None
     except SubmissionError as error:
         shutil.rmtree(package, ignore_errors=True)
         package.mkdir()
         (package / "__init__.py").touch()
-        return package, str(error)
+        return package, None, str(error)
 
 
 def grade(
@@ -370,7 +383,7 @@ def grade(
         options = dataclasses.replace(options, test_budget_s=test_timeout_s)
     with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch_name:
         scratch = Path(scratch_name)
-        package, problem = _lay(submission, scratch)
+        package, intake, problem = _lay(submission, scratch)
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
         # listed them), in the simple layout.
         confined = None if in_process or problem is not None else options
@@ -417,6 +430,9 @@ def grade(
         share_output(tests)
         details = {key: scrub(value, paths) if isinstance(value, str) else value for key, value in details.items()}
         summary = truncated(outcome.summary(details), SUMMARY_CHARS)
+        graded_files = {} if intake is None else _scrubbed(intake.as_data(), paths)
+        if intake is not None and not outcome.grader_failure:  # which files: a student who uploaded stale ones sees it
+            summary = f"{truncated(scrub(intake.describe(), paths), INTAKE_CHARS)}\n\n{summary}".strip()
         details = {key: truncated(value, SUMMARY_CHARS) if isinstance(value, str) else value
                    for key, value in details.items()}
         usage["grader process peak RSS"] = peak_rss_bytes()
@@ -425,4 +441,5 @@ def grade(
             usage["memory cgroup peak (all it holds, page cache included)"] = peak
     table = "" if outcome.grader_failure else "\n".join(format_table(tests, hidden_visibility == "visible"))
     return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
-                 protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran)
+                 protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
+                 graded_files=graded_files)

@@ -78,7 +78,8 @@ def results_json(grade: Grade, visibility: str = "visible") -> dict:
         "visibility": visibility,
         "stdout_visibility": "hidden",
         "extra_data": {"outcome": grade.outcome.value, **grade.details, "max_score": sum(t.possible for t in tests),
-                       "protections": grade.protections, "memory_bytes": grade.memory},
+                       "protections": grade.protections, "memory_bytes": grade.memory,
+                       **({"graded_files": grade.graded_files} if grade.graded_files else {})},
         "tests": [_test_entry(t, grade.never_ran.get(t.nodeid)) for t in tests],
     }
 

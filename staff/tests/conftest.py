@@ -45,9 +45,11 @@ def _plain_samples(folder: Path) -> None:
     package = samples.reference(folder / "syntax-error")
     samples.replace_in(package / "strides.py", "def contiguous_strides(", "def contiguous_strides(:")
     zipped = folder / "unzipped"
-    samples.reference(zipped)
+    samples.reference(zipped / "assignment1")
+    # A repository one folder down in the zip, macOS's forks, and an old loose copy of a module that is not graded.
     samples.zip_folder(zipped, folder / "zip-with-a-top-folder.zip", top="my-work",
-                       extra={"__MACOSX/cs336_basics/._flops.py": "junk", "my-work/notes.txt": "hello"})
+                       extra={"__MACOSX/my-work/assignment1/cs336_basics/._flops.py": "junk",
+                              "my-work/notes.txt": "hello", "my-work/flops.py": "def oops(:\n"})
     shutil.rmtree(zipped)
 
 

@@ -21,6 +21,7 @@ from staff.grade import REPO_ROOT, listing_key
 from staff.gradescope import validate_results
 from staff.redteam.corpus import build, judge, load_cases
 from staff.release.proc import ReleaseError
+from staff.tests import upload_shapes
 from tests.grading import HIDDEN_VISIBILITY
 
 pytestmark = pytest.mark.timeout(1200)
@@ -91,21 +92,27 @@ def test_the_bundle_refuses_a_name_without_zip_and_an_existing_file(tmp_path):
     assert (tmp_path / "a.zip").read_text() == "old"
 
 
-def test_a_folder_upload_of_the_reference_gets_full_marks(autograder_root):
-    results = run_autograder(autograder_root, lambda s: samples.reference(s))
+def test_files_dragged_in_one_by_one_get_full_marks(autograder_root, tmp_path):
+    # Mistake this catches: an intake that looks only for a cs336_basics/ folder (the package's files
+    # dragged into Gradescope's dialog arrive flat, with no folder), which scored this 0.
+    code = samples.reference(tmp_path / "code")
+    results = run_autograder(autograder_root, lambda s: upload_shapes.files_dragged_in(s, code))
     assert results["score"] == results["extra_data"]["max_score"] > 0
     assert results["extra_data"]["protections"]
+    assert results["extra_data"]["graded_files"]["from"] == "the top level"
+    assert "Graded 12 files from the top level of your upload: __init__.py (" in results["output"]
 
 
-def test_a_zip_upload_is_graded_from_the_code_inside_it(autograder_root, tmp_path):
+def test_a_windows_zip_is_graded_from_the_code_inside_it(autograder_root, tmp_path):
     # Problem 1 done, the rest stubs: every point of Problem 1 and none elsewhere shows the zip's own
-    # code was graded (the folder upload above already grades the whole reference; this is cheaper).
-    samples.stubs(tmp_path / "work", keep={"dtype_memory"})
-    archive = samples.zip_folder(tmp_path / "work", tmp_path / "cs336-basics-submission.zip")
-    results = run_autograder(autograder_root, lambda s: shutil.copy(archive, s / archive.name))
+    # code was graded (the folder uploads elsewhere grade the whole reference; this is cheaper). Mistake
+    # this catches: a zip made on Windows (entries "cs336_basics\\flops.py") refused as "unsafe".
+    code = samples.stubs(tmp_path / "work", keep={"dtype_memory"})
+    results = run_autograder(autograder_root, lambda s: upload_shapes.windows_zip(s, code))
     problem_1 = [t for t in results["tests"] if "problem 1" in t["tags"]]
     assert problem_1 and all(t["score"] == t["max_score"] for t in problem_1)
     assert results["score"] == sum(t["max_score"] for t in problem_1)
+    assert results["extra_data"]["graded_files"]["from"] == "submission.zip/cs336_basics/"
 
 
 def test_the_stubs_and_a_broken_submission_get_zero_with_the_reason(autograder_root):
@@ -128,7 +135,7 @@ def test_an_empty_upload_and_a_zip_without_the_package_score_zero_from_the_bundl
         with zipfile.ZipFile(submission / "work.zip", "w") as zf:
             zf.writestr("work/notes.txt", "hello")
 
-    for upload, reason in ((lambda s: None, "(it is empty)"), (no_package, "found: none")):
+    for upload, reason in ((lambda s: None, "; it is empty."), (no_package, "found: work.zip/work/")):
         log = []
         results = run_autograder(autograder_root, upload, log)
         assert "the graded tests: listed by the bundle" in log[0]  # no pytest collection ran
@@ -164,15 +171,3 @@ def test_run_autograder_writes_results_even_when_python_cannot_start(autograder_
     subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, timeout=60, check=True)
     results = json.loads((root / "results" / "results.json").read_text())
     assert validate_results(results) == [] and results["score"] == 0 and "could not start" in results["output"]
-
-
-def test_the_upload_is_found_in_either_shape(tmp_path):
-    from staff.submission import find_upload
-
-    samples.stubs(tmp_path / "folder")
-    assert find_upload(tmp_path / "folder") == tmp_path / "folder"
-    (tmp_path / "zipped").mkdir()
-    (tmp_path / "zipped" / "work.zip").write_bytes(b"PK")
-    assert find_upload(tmp_path / "zipped") == tmp_path / "zipped" / "work.zip"
-    (tmp_path / "zipped" / "other.zip").write_bytes(b"PK")
-    assert find_upload(tmp_path / "zipped") == tmp_path / "zipped"  # two zips: which one? neither

@@ -74,6 +74,12 @@ def test_the_same_code_grades_the_same_as_a_zip_with_a_top_folder(graded):
     folder, zipped = graded.results("reference"), graded.results("zip-with-a-top-folder")
     strip = lambda r: [(t["name"], t["score"], t["status"], t["output"]) for t in r["tests"]]  # noqa: E731
     assert strip(zipped) == strip(folder) and zipped["score"] == folder["score"]
+    taken = zipped["extra_data"]["graded_files"]
+    assert taken["from"] == "zip-with-a-top-folder.zip/my-work/assignment1/cs336_basics/"
+    assert taken["files"] == folder["extra_data"]["graded_files"]["files"]
+    assert taken["not_graded"] == ["flops.py at zip-with-a-top-folder.zip/my-work/, a loose copy outside the "
+                                   "cs336_basics/ folder that was graded"]
+    assert "Not graded: flops.py at zip-with-a-top-folder.zip/my-work/" in zipped["output"]
 
 
 def test_cli_grades_one_submission_and_prints_the_protections(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """The Gradescope autograder as Gradescope runs it, emulated (`staff.container`): Docker's default
 seccomp profile (no new namespaces or mounts), a memory cgroup and a CPU quota around
-`run_autograder`. At the README's memory setting and half a CPU the reference gets full marks;
+`run_autograder`. At the README's memory setting and half a CPU the reference, uploaded as a zip of a
+student's repository folder, gets full marks;
 below the grader's measured need no test is counted and the staff are told; and with the
 namespaces refused, four red-team cases are still contained: killing the grader, daemons that
 outlive the grade, the network, and a memory bomb, which must cost its own tests and say so. Parts
@@ -29,6 +30,7 @@ from staff.gradescope import validate_results
 from staff.redteam.corpus import build, judge, load_cases
 from staff.sandbox import memory
 from staff.sandbox.confine import world_readable
+from staff.tests import upload_shapes
 from staff.tests.processes import running_commands
 from staff.tests.test_bundle import place_upload
 
@@ -67,9 +69,15 @@ def contained(root: Path, upload, memory_bytes: int, cpus: float) -> tuple[dict,
         return results, box, seconds
 
 
-def test_the_reference_gets_full_marks_at_the_setting_and_half_a_cpu(autograder_root):
-    results, box, seconds = contained(autograder_root, lambda s: samples.reference(s), SETTING, 0.5)
+def test_the_reference_gets_full_marks_at_the_setting_and_half_a_cpu(autograder_root, tmp_path):
+    # Uploaded as students most often do: a zip of their whole repository folder (its .venv, .git,
+    # adapters/ and tests/ included), which Gradescope unpacks into myrepo-main/. Mistake this catches:
+    # an intake that looks for cs336_basics/ only at the top, which scored this 0.
+    code = samples.reference(tmp_path / "code")
+    results, box, seconds = contained(autograder_root, lambda s: upload_shapes.repository_folder_unpacked(s, code),
+                                      SETTING, 0.5)
     assert results["score"] == results["extra_data"]["max_score"] > 0, results["output"][:2000]
+    assert results["extra_data"]["graded_files"]["from"] == "myrepo-main/cs336_basics/"
     assert box.oom_kills == 0
     # Mistake this catches: PyTorch imported into the grader's own process (a third copy, about 300 MB of
     # anonymous memory and 633 MB of RSS), which made 1 GB too small. The grader's process needs none.
