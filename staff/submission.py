@@ -50,6 +50,7 @@ ARCHIVES_NOT_READ = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".7z", ".
 HOW_TO_UPLOAD = ("To upload your code, run ./make_submission.sh in your repository and upload the one zip it writes "
                  f"(or upload the {PACKAGE}/ folder alone).")
 LISTED_FILES = 30  # files the graded-files line names one by one
+MAX_CANDIDATES = 8  # copies of the package compared (each read whole); more is ambiguous without reading
 
 
 class SubmissionError(Exception):
@@ -128,6 +129,9 @@ def _fingerprint(candidate: Candidate) -> tuple:
 def _one_of(candidates: list[Candidate], what: str) -> tuple[Candidate, list[str]]:
     """The candidate to grade, with notes on identical copies; SubmissionError when they differ."""
     chosen, others = candidates[0], candidates[1:]
+    if len(candidates) > MAX_CANDIDATES:
+        raise SubmissionError(f"your upload holds {len(candidates)} {what} ({', '.join(c.where for c in candidates[:4])}"
+                              f", ...), so which one to grade is not clear. {HOW_TO_UPLOAD}")
     held = dict(_fingerprint(chosen)) if others else {}
     for other in others:
         theirs = dict(_fingerprint(other))

@@ -35,6 +35,7 @@ MAX_FILES = 2000  # files of the package graded
 MAX_ENTRIES = 10 * MAX_FILES  # entries of a whole upload (its folders' and zips' together) that are looked at
 MAX_DEPTH = 12  # folders below the top of an upload that are looked into
 MAX_ZIP_NESTING = 2  # a zip inside a zip inside the upload is opened; one more level down is not
+MAX_ZIPS = 16  # zips opened in one upload (each holds a file open; the rest are named, not opened)
 # Folders that never hold the graded package: tools' caches and environments, version control, macOS's
 # resource forks. Any folder whose name starts with "." is skipped too (.git, .venv, .ipynb_checkpoints).
 IGNORED_FOLDERS = frozenset({"__pycache__", "__MACOSX", "node_modules", "site-packages", "dist-packages", "venv"})
@@ -94,6 +95,8 @@ class Listing:
     entries: list[Entry] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)  # "work.zip: why it could not be opened"
     top: list[str] = field(default_factory=list)  # what a folder upload holds at its top ("work/", "a.zip")
+    zips: int = 0  # zips opened, at most MAX_ZIPS
+    inner_bytes: int = 0  # bytes of zips inside zips held in memory, at most MAX_TOTAL_BYTES together
     seen: int = 0  # entries counted against MAX_ENTRIES
 
     def count(self, more: int, what: str, add: bool = True) -> None:
@@ -176,17 +179,21 @@ def _add_inner_zip(listing: Listing, outer: zipfile.ZipFile, info: zipfile.ZipIn
     if nesting >= MAX_ZIP_NESTING:
         listing.unread.append(f"{path}: a zip inside a zip inside a zip is not opened")
         return
-    if info.file_size > MAX_TOTAL_BYTES:
-        listing.unread.append(f"{path}: too large to open (limit {MAX_TOTAL_BYTES // 2**20} MiB)")
+    if listing.inner_bytes + info.file_size > MAX_TOTAL_BYTES:  # held in memory while the upload is read
+        listing.unread.append(f"{path}: too large to open (zips inside zips: {MAX_TOTAL_BYTES // 2**20} MiB in all)")
         return
     try:
-        data = Entry(path, info.file_size, None, lambda: outer.open(info)).read()
+        data = Entry(path, info.file_size, None, lambda: outer.open(info)).read(MAX_TOTAL_BYTES - listing.inner_bytes)
+        listing.inner_bytes += len(data)
         _open_zip(listing, io.BytesIO(data), path, nesting + 1, stack)
     except UploadError as error:
         listing.unread.append(str(error))
 
 
 def _open_zip(listing: Listing, source: Path | BinaryIO, top: PurePosixPath, nesting: int, stack: ExitStack) -> None:
+    if listing.zips >= MAX_ZIPS:
+        raise UploadError(f"{top}: not opened, the upload holds more than {MAX_ZIPS} zips")
+    listing.zips += 1
     count = zip_entry_count(source)
     if count is not None:  # the tail says how many before the directory is parsed: a million entries cost nothing
         listing.count(count, f"the zip {top}", add=False)

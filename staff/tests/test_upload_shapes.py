@@ -5,18 +5,27 @@ run_autograder (`test_bundle`, `test_gradescope_container`) and the batch (`test
 
 from __future__ import annotations
 
+import os
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from staff import samples
-from staff.submission import SubmissionError, lay_package
+from staff.submission import MAX_CANDIDATES, SubmissionError, lay_package
+from staff.tests import upload_shapes
 from staff.tests.upload_shapes import SHAPES, Shape
+from staff.upload import MAX_ZIPS
 
 
 @pytest.fixture(scope="module")
 def code(tmp_path_factory) -> Path:
     return samples.reference(tmp_path_factory.mktemp("code"))
+
+
+def _empty(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    return folder
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -63,3 +72,58 @@ def test_every_shape_of_the_issue_is_in_the_corpus():
     assert len(names) == len(SHAPES)
     assert {s.name for s in SHAPES if s.common} == {"make-submission-zip", "repository-folder-unpacked",
                                                     "files-dragged-in", "windows-zip"}
+
+
+def _refused(upload: Path, laid: Path) -> str:
+    with pytest.raises(SubmissionError) as raised:
+        lay_package(upload, laid)
+    return str(raised.value)
+
+
+def test_links_and_special_files_are_never_followed_or_read(code: Path, tmp_path: Path):
+    # Mistakes this catches: a walk that follows a link into the grading machine's reference (a dragged
+    # "flops.py" that is a link, a cs336_basics/ that is one), or opens a FIFO and blocks the grader.
+    dragged = upload_shapes.files_dragged_in(_empty(tmp_path / "dragged"), code)
+    (dragged / "flops.py").unlink()
+    (dragged / "flops.py").symlink_to(code / "flops.py")
+    assert "symbolic links are not accepted: flops.py in the top level" in _refused(dragged, tmp_path / "a")
+    linked = _empty(tmp_path / "linked")
+    (linked / "cs336_basics").symlink_to(code, target_is_directory=True)
+    assert "cs336_basics/ is a symbolic link" in _refused(linked, tmp_path / "b")
+    fifo = upload_shapes.make_submission_unpacked(_empty(tmp_path / "fifo"), code)
+    os.mkfifo(fifo / "cs336_basics" / "notes.py")
+    os.mkfifo(fifo / "stray.zip")
+    intake = lay_package(fifo, tmp_path / "c")
+    assert "notes.py" not in intake.files and "flops.py" in intake.files
+
+
+def test_zips_are_opened_within_bounds(code: Path, tmp_path: Path):
+    # Mistakes this catches: opening every zip of an upload (each holds a file open: a thousand exhaust
+    # the grader's), zips nested without end, and reading every one of many copies to compare them.
+    many = _empty(tmp_path / "many")
+    for i in range(MAX_ZIPS + 4):
+        with zipfile.ZipFile(many / f"junk-{i:02}.zip", "w") as zf:
+            zf.writestr("notes.txt", "nothing")
+    assert f"more than {MAX_ZIPS} zips" in _refused(many, tmp_path / "a")
+    deep = upload_shapes.zip_inside_a_zip(_empty(tmp_path / "deep"), code)
+    with zipfile.ZipFile(deep / "outermost.zip", "w") as zf:
+        zf.writestr("outer.zip", (deep / "outer.zip").read_bytes())
+    (deep / "outer.zip").unlink()
+    said = _refused(deep, tmp_path / "b")
+    assert "a zip inside a zip inside a zip is not opened" in said and "no cs336_basics/ folder" in said
+    copies = _empty(tmp_path / "copies")
+    for i in range(MAX_CANDIDATES + 1):
+        upload_shapes.make_submission_unpacked(_empty(copies / f"copy-{i}"), code)
+    said = _refused(copies, tmp_path / "c")
+    assert f"holds {MAX_CANDIDATES + 1} cs336_basics/ folders" in said and "make_submission.sh" in said
+
+
+def test_climbing_and_absolute_names_are_refused_however_spelled(code: Path, tmp_path: Path):
+    # Mistake this catches: reading backslashes as folders (for Windows zips) and so letting
+    # "..\\..\\escape.py" or "C:\\x.py" climb out of the package.
+    for i, name in enumerate(("cs336_basics\\..\\..\\escape.py", "C:\\cs336_basics\\flops.py", "/cs336_basics/a.py")):
+        members = upload_shapes._members(code)
+        members[name] = b"print('out')\n"
+        archive = upload_shapes._zip(tmp_path / f"evil-{i}.zip", members)
+        assert "unsafe path in zip" in _refused(archive, tmp_path / f"laid-{i}")
+    assert not (tmp_path / "escape.py").exists()
