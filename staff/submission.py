@@ -130,8 +130,9 @@ def _one_of(candidates: list[Candidate], what: str) -> tuple[Candidate, list[str
     """The candidate to grade, with notes on identical copies; SubmissionError when they differ."""
     chosen, others = candidates[0], candidates[1:]
     if len(candidates) > MAX_CANDIDATES:
-        raise SubmissionError(f"your upload holds {len(candidates)} {what} ({', '.join(c.where for c in candidates[:4])}"
-                              f", ...), so which one to grade is not clear. {HOW_TO_UPLOAD}")
+        first = ", ".join(c.where for c in candidates[:4])
+        raise SubmissionError(f"your upload holds {len(candidates)} {what} ({first}, ...), so which one to grade "
+                              f"is not clear. {HOW_TO_UPLOAD}")
     held = dict(_fingerprint(chosen)) if others else {}
     for other in others:
         theirs = dict(_fingerprint(other))
