@@ -130,6 +130,11 @@ def check_headings(repo: Path, points: Points) -> list[Finding]:
         if stated != (number, problem.title, public, hidden):
             found.append(Finding(problem.handout, f"its heading must read '{expected}' (the tests carry these "
                                  f"points){'' if match else '; there is no such heading'}", number))
+        # The GPU points' sentence restates the heading's public points ("not part of the 22 in this problem's heading").
+        for restated in re.findall(r"part of the (\d+) in this\s+problem's heading", text):
+            if int(restated) != public:
+                found.append(Finding(problem.handout, f"says 'part of the {restated} in this problem's heading'; the "
+                                     f"heading's public points are {public:g}", number))
     return found
 
 
@@ -163,17 +168,21 @@ def check_test_tables(repo: Path, points: Points) -> list[Finding]:
 
 
 def check_sections(repo: Path, points: Points) -> list[Finding]:
-    """Every section (`§N.k`) a test file cites exists on its problem's page."""
+    """Every section (`§N.k`) cited anywhere a student or a failure message sends someone (the tests, the
+    package and its stubs, the adapters, the handout itself) exists: a `## N.k` heading on Problem N's page."""
+    headings = {number: set(re.findall(r"^## (\d+\.\d+) ", _read(repo, problem.handout) or "", re.MULTILINE))
+                for number, problem in PROBLEMS.items()}
+    citing = [*files.all_test_files(repo), *sorted((repo / "cs336_basics").glob("*.py")),
+              *sorted((repo / "adapters").glob("*.py")), *sorted((repo / "handout").glob("*.md"))]
     found = []
-    for path in files.all_test_files(repo):
-        number = files.problem_of_test_file(path)
-        page = _read(repo, PROBLEMS[number].handout) if number in PROBLEMS else None
-        if page is None:
-            continue
+    for path in citing:
+        number_of_file = files.problem_of_test_file(path) if path.name.startswith("test_") else None
         for section in sorted(set(re.findall(r"§(\d+\.\d+)", path.read_text(encoding="utf-8")))):
-            if not re.search(rf"^## {re.escape(section)} ", page, re.MULTILINE):
-                found.append(Finding(str(path.relative_to(repo)), f"cites {PROBLEMS[number].handout} §{section}, "
-                                     "which does not exist", number))
+            number = int(section.split(".")[0])
+            if section not in headings.get(number, set()):
+                page = PROBLEMS[number].handout if number in PROBLEMS else f"a Problem {number} page"
+                found.append(Finding(str(path.relative_to(repo)), f"cites {page} §{section}, which does not exist",
+                                     number_of_file if number_of_file in PROBLEMS else None))
     return found
 
 

@@ -4,11 +4,15 @@ A module's page is the `Handout:` line of its docstring. Within the page, a bloc
 found by two rules, tried in order, for the module-level name the block belongs to (the function,
 or the class of a method):
 
-1. the sections of that page (`§N.k`) that public tests cite in the test functions reaching the
-   name through an adapter: the lowest of those whose text names it in backticks (as in rule 2),
-   or else the lowest of them all. This is a section the student's failing tests already point to.
+1. the sections of that page (`§N.k`) that public CPU tests cite in the test functions reaching the
+   name through an adapter (a `cuda` test's section is about the device): the lowest of those whose
+   text names it in backticks (as in rule 2), or else the lowest of them all. This is a section the
+   student's failing tests already point to.
 2. the first `## N.k` section of the page whose text names the function, its class or the method in
    backticks (`` `materialize` ``, `` `materialize(storage, ...)` ``, `` `Cruncher` ``).
+
+In both, a method's class is looked for before the method's own name (`forward` is named where
+`Linear` is specified too; `Cruncher.forward` belongs where `Cruncher` is).
 
 A block neither rule places is an error: the stub would send the student nowhere.
 """
@@ -93,12 +97,19 @@ def _cited_sections(tests: Path, reach: dict[str, set[tuple[str, str]]]) -> dict
                  | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for name, node in functions.items()}
         calls = {name: used & functions.keys() for name, used in names.items()}
         for name, node in functions.items():
+            if _marked_cuda(node):  # a GPU test's section is about the device, not where the function is specified
+                continue
             sections = set(_CITED.findall(ast.get_source_segment(source, node) or ""))
             adapters = {n for function in _called_from(name, calls) for n in names[function] if n in reach}
             for adapter in adapters:
                 for module, target in reach[adapter]:
                     cited[(module, target)] |= sections
     return cited
+
+
+def _marked_cuda(node: ast.FunctionDef) -> bool:
+    """Whether a test function is decorated `@pytest.mark.cuda`."""
+    return any(isinstance(d, ast.Attribute) and d.attr == "cuda" for d in node.decorator_list)
 
 
 def _names_in_backticks(names: list[str], text: str) -> bool:
@@ -128,12 +139,18 @@ class SectionIndex:
         cited = self._cited.get((module.stem, block.owner), set()) & set(sections)
         parts = (block.qualname or block.function).split(".")
         names = [block.owner] + [p for p in parts[1:] if not p.startswith("__")]
-        named = {number for number in cited if _names_in_backticks(names, sections[number])}
-        if named or cited:
-            return "§" + min(named or cited, key=_section_key)
-        for number, text in sections.items():
-            if _names_in_backticks(names, text):
-                return "§" + number
+        # The function, or a method's class, before the method's own name: `forward` is named in §7.1 (Linear)
+        # and §7.2 (Cruncher), and Cruncher.forward is specified where `Cruncher` is.
+        for wanted in ([block.owner], names):
+            named = {number for number in cited if _names_in_backticks(wanted, sections[number])}
+            if named:
+                return "§" + min(named, key=_section_key)
+        if cited:
+            return "§" + min(cited, key=_section_key)
+        for wanted in ([block.owner], names):
+            for number, text in sections.items():
+                if _names_in_backticks(wanted, text):
+                    return "§" + number
         raise SectionError(
             f"{where} has no handout section: no public test citing {page} reaches `{block.owner}` through an "
             f"adapter, and no '## N.k' section of {page} names {' or '.join(f'`{n}`' for n in names)} in backticks"

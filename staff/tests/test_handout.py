@@ -92,6 +92,25 @@ def test_a_cited_section_that_does_not_exist_is_named(tree, tests):
     assert any(f.startswith(named) for f in findings(tree, tests))
 
 
+def test_a_section_a_stub_or_an_adapter_cites_must_exist(tree, tests):
+    # Mistake this catches: a docstring (which ships as the stub's) or an adapter's message sending the
+    # student to a section that was renumbered away; only the test files were checked before.
+    edit(tree / "cs336_basics" / "dtype_memory.py", '"""Bytes one element of `dtype` occupies in memory.',
+         '"""Bytes one element of `dtype` occupies in memory (§1.9).')
+    edit(tree / "adapters" / "train.py", "handout/11_train.md §11.5", "handout/11_train.md §11.8")
+    said = findings(tree, tests)
+    assert "cs336_basics/dtype_memory.py: cites handout/01_dtype_memory.md §1.9, which does not exist" in said
+    assert "adapters/train.py: cites handout/11_train.md §11.8, which does not exist" in said
+
+
+def test_the_gpu_points_sentence_agrees_with_the_heading(tree, tests):
+    # Mistake this catches: "not part of the 21 in this problem's heading" under a heading of 22 (Problem 4's
+    # page said so after a test was added): a restated total the heading check did not read.
+    edit(tree / "handout" / "04_flops.md", "part of the 22 in this", "part of the 21 in this")
+    assert [f for f in findings(tree, tests) if "04_flops" in f] == [
+        "handout/04_flops.md: says 'part of the 21 in this problem's heading'; the heading's public points are 22"]
+
+
 def test_a_file_that_does_not_parse_is_a_finding_not_a_crash(tree, tests):
     (tree / "pyproject.toml").write_text("[project\n")
     assert any("version check could not run" in f for f in findings(tree, tests))

@@ -154,6 +154,11 @@ def test_sections_of_known_functions(reference_sections):
     # Cited by tests of an earlier section too, but specified in a later one that names them.
     assert reference_sections[("init.py", "trunc_normal_init")] == "§6.2"
     assert reference_sections[("model.py", "num_parameters")] == "§7.3"
+    # Mistakes these catch: the GPU test's section (§1.6, cited beside §1.1) taken for tensor_bytes, and a
+    # method placed by its own name (`forward`, named in §7.1 for Linear) rather than its class's section.
+    assert reference_sections[("dtype_memory.py", "tensor_bytes")] == "§1.1"
+    assert reference_sections[("model.py", "Cruncher.forward")] == "§7.2"
+    assert reference_sections[("model.py", "Linear.forward")] == "§7.1"
 
 
 def write_tree(root: Path, test_body: str, page_extra: str = "") -> Path:
