@@ -130,7 +130,7 @@ def check_headings(repo: Path, points: Points) -> list[Finding]:
         if stated != (number, problem.title, public, hidden):
             found.append(Finding(problem.handout, f"its heading must read '{expected}' (the tests carry these "
                                  f"points){'' if match else '; there is no such heading'}", number))
-        # The GPU points' sentence restates the heading's public points ("not part of the 22 in this problem's heading").
+        # The GPU points' sentence restates the heading's public points ("not part of the 22 in this ...").
         for restated in re.findall(r"part of the (\d+) in this\s+problem's heading", text):
             if int(restated) != public:
                 found.append(Finding(problem.handout, f"says 'part of the {restated} in this problem's heading'; the "
