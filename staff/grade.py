@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from adapters._text import clean_text
+from adapters._text import shown_text
 from staff import collected
 from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
@@ -193,7 +193,7 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         with _running_lock:
             _running.discard(child)
     report = read_report(report_path)
-    log_text = log_path.read_text(errors="replace")[-4000:]
+    log_text = shown_text(log_path.read_text(errors="replace")[-4000:])  # what the submission printed
     if child.returncode == -signal.SIGKILL and not timed_out and memory.oom_kills() > killed_before:
         limit = memory.limit_bytes()
         size = f" ({limit / 2**20:.0f} MiB)" if limit else ""
@@ -224,21 +224,18 @@ def machine_paths(workspace: Workspace) -> list[tuple[str, str]]:
     return sorted({p: s for p, s in pairs if len(p) > 1}.items(), key=lambda pair: -len(pair[0]))
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # C0 controls but tab and newline: terminal escapes
-
-
 _BEFORE_PATH = r"[\w.~/-]"  # a path preceded by one of these is the end of another path
 _AFTER_PATH = r"[\w~-]|\.\w"  # and followed by one of these, the start of another name
 
 
 def scrub(text: str, paths: list[tuple[str, str]]) -> str:
     """`text` with each of `paths` (from `machine_paths`) replaced where it stands as a path of its own
-    (home `/root` is not replaced inside `/autograder/root/x` nor in `/rootfs`), as valid Unicode
-    without control characters (a terminal escape from the submission reaches no TA's terminal)."""
+    (home `/root` is not replaced inside `/autograder/root/x` nor in `/rootfs`), as `shown_text`
+    makes it (a terminal escape or a bidi override from the submission reaches no TA's screen)."""
     for path, shown in paths:
         after = "" if path.endswith(os.sep) else f"(?!{_AFTER_PATH})"
         text = re.sub(f"(?<!{_BEFORE_PATH}){re.escape(path)}{after}", lambda _: shown, text)
-    return _CONTROL.sub("\ufffd", clean_text(text))
+    return shown_text(text)
 
 
 def _json_bytes(text: str) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -14,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters._text import shown_text
+from staff.batch import Submission, grade_one, write_gradebook
+from staff.grade import scrub
 from staff.sandbox import confine
 
 SECCOMP_MACHINES = ("x86_64", "aarch64")
@@ -118,3 +122,35 @@ def test_the_installed_filter_refuses_sockets_keys_and_queues_and_keeps_socketpa
     assert found["pair"] == "pair"
     for name in ("add_key", "keyctl", "request_key", "mq_open", "shmget", "msgget"):
         assert found[name] == EPERM, name
+
+
+# -- text from a submission, shown ------------------------------------------------------------------
+
+_CONTROL_RANGES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+C1_AND_BIDI = "\x9b2J\x9d0;title\x07 \u202eevil\u202c \u2066x\u2069 \u200e\u200f\u061c \x1b[31m\r\x00"
+
+
+def test_shown_text_replaces_c0_c1_and_bidi_controls_and_keeps_the_rest():
+    # Mistake: a pattern of C0 controls only: U+009B (CSI) and U+009D (OSC) drive 8-bit terminals,
+    # and U+202E reverses what a TA reads ("fdp.exe" shown as "exe.pdf").
+    shown = shown_text(f"{C1_AND_BIDI}\n\té 中 \u00a0 \U0001f600 \ud800")
+    assert not _CONTROL_RANGES.search(shown)
+    assert shown.endswith("\n\té 中 \u00a0 \U0001f600 \ufffd")
+    assert scrub(C1_AND_BIDI, []) == shown_text(C1_AND_BIDI)  # results.json's text goes through it too
+
+
+def test_grades_csv_and_summary_show_no_control_from_a_name_or_an_error(tmp_path):
+    # Mistake: scrubbing results.json only: grades.csv takes names from Gradescope's export and
+    # summary.md (printed to the console too) takes submission names and error lines as they are.
+    key = f"ada\u202egpj.exe{C1_AND_BIDI.replace(chr(0), '')}"  # a folder's name holds no NUL
+    submission = Submission(key=key, path=tmp_path, student_id="1", name=f"Ada {C1_AND_BIDI}", email="a@b.c")
+
+    def grader(path: Path):
+        raise RuntimeError(f"broken {C1_AND_BIDI}")
+
+    grade_one(submission, tmp_path / "out" / key, grader)
+    lines, _ = write_gradebook([submission], tmp_path / "out")
+    for text in ("\n".join(lines), (tmp_path / "out" / "summary.md").read_text(encoding="utf-8"),
+                 (tmp_path / "out" / "grades.csv").read_text(encoding="utf-8")):
+        assert "broken" in text or "Ada" in text
+        assert not _CONTROL_RANGES.search(text.replace("\r\n", "").replace("\n", ""))
