@@ -13,11 +13,9 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,6 +29,7 @@ from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
+from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
 from staff.submission import PACKAGE, SubmissionError, lay_package
 from tests.grading import (
@@ -284,8 +283,8 @@ def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | Non
                  gpu: bool | None = None, hidden_visibility: str = HIDDEN_VISIBILITY) -> list[GradedTest]:
     """The graded tests of the suites in `workspace`, without running any (collection never imports
     student code): every test (`gpu` None), or those a GPU (True) or CPU (False) grade runs."""
-    with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
-        report = Path(scratch) / "report.jsonl"
+    with scratch_folder("staff-collect-") as scratch:
+        report = scratch / "report.jsonl"
         done = subprocess.run([sys.executable, "-m", "pytest", *_selection(hidden, problems, gpu), "--collect-only",
                                "-q", "--grading-report", str(report), "-p", "no:cacheprovider",
                                f"--hidden-visibility={hidden_visibility}"],
@@ -321,7 +320,7 @@ def _lay(submission: Path, scratch: Path) -> tuple[Path, str | None]:
         lay_package(submission, package)
         return package, None
     except SubmissionError as error:
-        shutil.rmtree(package, ignore_errors=True)
+        remove_tree(package)
         package.mkdir()
         (package / "__init__.py").touch()
         return package, str(error)
@@ -365,14 +364,15 @@ def grade(
     options = sandbox or SandboxOptions()
     if test_timeout_s is not None:  # a copy: the caller's options (shared by a batch's grades) stay as they were
         options = dataclasses.replace(options, test_budget_s=test_timeout_s)
-    with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch_name:
-        scratch = Path(scratch_name)
+    # The scratch folder goes however the grade ends, and its removal (of whatever the submission
+    # left there: a tree thousands of folders deep, closed folders) never costs the grade.
+    with scratch_folder("staff-grade-") as scratch:
         package, problem = _lay(submission, scratch)
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
         # listed them), in the simple layout.
         confined = None if in_process or problem is not None else options
         workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined)
-        shutil.rmtree(package)
+        remove_tree(package)
         extra = [f"--hidden-visibility={hidden_visibility}", "-m", marker_expression(gpu)]
         if in_process:
             if problem is None:

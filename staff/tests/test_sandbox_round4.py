@@ -11,6 +11,7 @@ import re
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from adapters._text import shown_text
 from staff.batch import Submission, grade_one, write_gradebook
 from staff.grade import scrub
 from staff.sandbox import confine
+from staff.sandbox.removal import remove_tree, scratch_folder
 
 SECCOMP_MACHINES = ("x86_64", "aarch64")
 ON_A_FILTERED_MACHINE = sys.platform == "linux" and os.uname().machine in SECCOMP_MACHINES
@@ -154,3 +156,91 @@ def test_grades_csv_and_summary_show_no_control_from_a_name_or_an_error(tmp_path
                  (tmp_path / "out" / "grades.csv").read_text(encoding="utf-8")):
         assert "broken" in text or "Ada" in text
         assert not _CONTROL_RANGES.search(text.replace("\r\n", "").replace("\n", ""))
+
+
+# -- clean-up that cannot be stopped ----------------------------------------------------------------
+
+
+def _deep_tree(top: Path, depth: int, name: str = "d" * 200) -> None:
+    """`top`/NAME/NAME/... `depth` folders deep (far past PATH_MAX), a file at the bottom."""
+    handle = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir(name, dir_fd=handle)
+        below = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=handle)
+        os.close(handle)
+        handle = below
+    os.close(os.open("bottom", os.O_WRONLY | os.O_CREAT, dir_fd=handle))
+    os.close(handle)
+
+
+def _odd_tree(top: Path, outside: Path) -> None:
+    """Links out (to a folder and a file that must survive), odd names, a FIFO, closed folders."""
+    (top / "link-to-folder").symlink_to(outside)
+    (top / "link-to-file").symlink_to(outside / "keep.txt")
+    os.mkfifo(top / "fifo")
+    (top / "new\nline \u202e").mkdir()
+    (top / "new\nline \u202e" / "x").write_text("x")
+    with open(os.path.join(os.fsencode(top), b"\xff\xfe not utf-8"), "wb") as handle:
+        handle.write(b"x")
+    for mode in (0o000, 0o500, 0o100, 0o400):
+        closed = top / f"closed-{mode:o}"
+        (closed / "inner").mkdir(parents=True)
+        (closed / "inner" / "file").write_text("x")
+        closed.chmod(mode)
+
+
+def test_remove_tree_goes_through_a_deep_odd_tree_and_follows_no_link(tmp_path):
+    # Mistake: shutil.rmtree (RecursionError at 1,000 levels, a descriptor per level, names past
+    # PATH_MAX) or a walk that follows a link out of the tree.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    _deep_tree(tree, 1_500)
+    _odd_tree(tree, outside)
+    assert remove_tree(tree) == []
+    assert not tree.exists() and (outside / "keep.txt").read_text() == "keep"
+    assert remove_tree(tree) == []  # already gone: nothing to say
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="needs root to become another user")
+def test_remove_tree_opens_up_closed_folders_as_their_owner():
+    # Mistake: giving up on a folder made 0o000 or read-only: a grader that is not root (the worker
+    # runs as the grader's user) leaves it, and the scratch folder, on disk.
+    uid, base = 1_800_000_777, Path(tempfile.mkdtemp(prefix="staff-test-"))
+    os.chown(base, uid, uid)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            (base / "outside").mkdir()
+            (base / "outside" / "keep.txt").write_text("keep")
+            (base / "tree").mkdir()
+            _odd_tree(base / "tree", base / "outside")
+            _deep_tree(base / "tree" / "new\nline \u202e", 1_100)
+            os.write(write, json.dumps(remove_tree(base / "tree")).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = os.read(read, 1 << 16).decode()
+    os.close(read)
+    os.waitpid(child, 0)
+    try:
+        assert said == "[]" and not (base / "tree").exists() and (base / "outside" / "keep.txt").exists()
+    finally:
+        assert remove_tree(base) == []
+
+
+def test_a_scratch_folder_is_removed_and_its_clean_up_never_raises(monkeypatch, capsys):
+    # Mistake: a clean-up error raised out of the block, losing the grade made inside it.
+    with scratch_folder("staff-test-") as folder:
+        _deep_tree(folder, 1_200, "x")
+    assert not folder.exists()
+    monkeypatch.setattr("staff.sandbox.removal.remove_tree", lambda path: ["could not"])
+    with scratch_folder("staff-test-") as kept:
+        made = "the grade"
+    assert made == "the grade" and "not removed whole" in capsys.readouterr().err
+    os.rmdir(kept)
