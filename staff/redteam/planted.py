@@ -29,7 +29,7 @@ FILES = (Path("/tmp/cs336-planted-sources.json"), Path("/dev/shm/cs336-planted-s
 IPC_CREAT, IPC_EXCL, IPC_RMID = 0o1000, 0o2000, 0
 KEY_NAME = b"cs336-planted-sources"  # a "user" key, in root's user keyring, that every user may view and read
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_ALL_FOR_ALL = -3, -4, 0x3F3F3F3F
-KEYCTL_SETPERM, KEYCTL_LINK, KEYCTL_INVALIDATE = 5, 8, 21
+KEYCTL_SETPERM, KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_INVALIDATE = 5, 8, 9, 21
 SOCKETS = ("/tmp/cs336-planted.sock", "\0cs336-planted")  # a socket file and an abstract one, listening
 
 
@@ -93,6 +93,7 @@ def _key(libc: ctypes.CDLL, data: bytes) -> Iterator[list[str]]:
     finally:
         if key >= 0:
             libc.syscall(numbers["keyctl"], KEYCTL_INVALIDATE, key)
+        libc.syscall(numbers["keyctl"], KEYCTL_UNLINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING)
 
 
 @contextlib.contextmanager
