@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from adapters._text import clean_text
+from adapters._text import shown_text
 from staff.gradescope import PARTS, failure_results, validate_results, write_json_atomically
 from staff.outcomes import Outcome
 from tests.grading import PROBLEMS
@@ -206,13 +206,13 @@ def load_row(out: Path, submission: Submission) -> Row:
     return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")))
 
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV injection: what a spreadsheet may run
+FORMULA_STARTS = ("=", "+", "-", "@", "\t")  # OWASP's CSV injection (its "\r" shown_text replaces)
 
 
 def spreadsheet_safe(text: str) -> str:
     """`text` as a cell no spreadsheet runs as a formula (a leading quote, as OWASP advises) and that
-    UTF-8 can hold (lone surrogates replaced)."""
-    text = clean_text(text)
+    UTF-8 can hold and that shows no control character (see `shown_text`)."""
+    text = shown_text(text)
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
@@ -304,6 +304,7 @@ def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str]
     if errors:
         lines += ["", f"{len(errors)} submission(s) with an error:"] + [f"  {r.submission.key}: {r.error}"
                                                                          for r in errors[:20]]
+    lines = [shown_text(line) for line in lines]  # submission names and errors are the students' text
     (out / "summary.md").write_text("# Batch summary\n\n```text\n" + "\n".join(lines) + "\n```\n", encoding="utf-8")
     charts = draw_charts(rows, most_failed, out / "charts") if rows else []
     return lines, [out / "grades.csv", out / "summary.md", *charts]

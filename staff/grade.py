@@ -13,11 +13,9 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,12 +23,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from adapters._text import clean_text
+from adapters._text import shown_text
 from staff import collected
 from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox import memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
+from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
 from staff.submission import PACKAGE, Intake, SubmissionError, lay_package
 from tests.grading import (
@@ -195,7 +194,7 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         with _running_lock:
             _running.discard(child)
     report = read_report(report_path)
-    log_text = log_path.read_text(errors="replace")[-4000:]
+    log_text = shown_text(log_path.read_text(errors="replace")[-4000:])  # what the submission printed
     if child.returncode == -signal.SIGKILL and not timed_out and memory.oom_kills() > killed_before:
         limit = memory.limit_bytes()
         size = f" ({limit / 2**20:.0f} MiB)" if limit else ""
@@ -226,21 +225,18 @@ def machine_paths(workspace: Workspace) -> list[tuple[str, str]]:
     return sorted({p: s for p, s in pairs if len(p) > 1}.items(), key=lambda pair: -len(pair[0]))
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # C0 controls but tab and newline: terminal escapes
-
-
 _BEFORE_PATH = r"[\w.~/-]"  # a path preceded by one of these is the end of another path
 _AFTER_PATH = r"[\w~-]|\.\w"  # and followed by one of these, the start of another name
 
 
 def scrub(text: str, paths: list[tuple[str, str]]) -> str:
     """`text` with each of `paths` (from `machine_paths`) replaced where it stands as a path of its own
-    (home `/root` is not replaced inside `/autograder/root/x` nor in `/rootfs`), as valid Unicode
-    without control characters (a terminal escape from the submission reaches no TA's terminal)."""
+    (home `/root` is not replaced inside `/autograder/root/x` nor in `/rootfs`), as `shown_text`
+    makes it (a terminal escape or a bidi override from the submission reaches no TA's screen)."""
     for path, shown in paths:
         after = "" if path.endswith(os.sep) else f"(?!{_AFTER_PATH})"
         text = re.sub(f"(?<!{_BEFORE_PATH}){re.escape(path)}{after}", lambda _: shown, text)
-    return _CONTROL.sub("\ufffd", clean_text(text))
+    return shown_text(text)
 
 
 def _scrubbed(data: object, paths: list[tuple[str, str]]) -> object:
@@ -300,8 +296,8 @@ def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | Non
                  gpu: bool | None = None, hidden_visibility: str = HIDDEN_VISIBILITY) -> list[GradedTest]:
     """The graded tests of the suites in `workspace`, without running any (collection never imports
     student code): every test (`gpu` None), or those a GPU (True) or CPU (False) grade runs."""
-    with tempfile.TemporaryDirectory(prefix="staff-collect-") as scratch:
-        report = Path(scratch) / "report.jsonl"
+    with scratch_folder("staff-collect-") as scratch:
+        report = scratch / "report.jsonl"
         done = subprocess.run([sys.executable, "-m", "pytest", *_selection(hidden, problems, gpu), "--collect-only",
                                "-q", "--grading-report", str(report), "-p", "no:cacheprovider",
                                f"--hidden-visibility={hidden_visibility}"],
@@ -337,7 +333,7 @@ def _lay(submission: Path, scratch: Path) -> tuple[Path, Intake | None, str | No
     try:
         return package, lay_package(submission, package), None
     except SubmissionError as error:
-        shutil.rmtree(package, ignore_errors=True)
+        remove_tree(package)
         package.mkdir()
         (package / "__init__.py").touch()
         return package, None, str(error)
@@ -381,14 +377,15 @@ def grade(
     options = sandbox or SandboxOptions()
     if test_timeout_s is not None:  # a copy: the caller's options (shared by a batch's grades) stay as they were
         options = dataclasses.replace(options, test_budget_s=test_timeout_s)
-    with tempfile.TemporaryDirectory(prefix="staff-grade-") as scratch_name:
-        scratch = Path(scratch_name)
+    # The scratch folder goes however the grade ends, and its removal (of whatever the submission
+    # left there: a tree thousands of folders deep, closed folders) never costs the grade.
+    with scratch_folder("staff-grade-") as scratch:
         package, intake, problem = _lay(submission, scratch)
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
         # listed them), in the simple layout.
         confined = None if in_process or problem is not None else options
         workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined)
-        shutil.rmtree(package)
+        remove_tree(package)
         extra = [f"--hidden-visibility={hidden_visibility}", "-m", marker_expression(gpu)]
         if in_process:
             if problem is None:

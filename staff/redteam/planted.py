@@ -2,9 +2,11 @@
 
 An honest submission graded without the IPC namespace, the seccomp filter or a private /tmp could
 hand its modules to a later one through a System V shared-memory segment, /dev/shm or /tmp. The
-red team plants the reference's modules in all three (readable by every user) while its batch is
-graded; the cases named `read-planted-sources-*` look for them with one protection off at a time
-and must still score 0.
+red team plants the reference's modules in all three (readable by every user), and in a kernel key
+readable by all (`keys-carry-sources` looks for it in /proc/keys), while its batch is graded; the
+cases named `read-planted-sources-*` look for them with one protection off at a time and must still
+score 0. It also listens on a unix socket file and an abstract unix socket, which
+`connect-to-a-socket-file` must not reach.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import ctypes
 import ctypes.util
 import json
 import os
+import socket
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +27,10 @@ from staff.samples import REPO_ROOT
 KEY = 0x0C5336  # the System V key the cases look for
 FILES = (Path("/tmp/cs336-planted-sources.json"), Path("/dev/shm/cs336-planted-sources.json"))
 IPC_CREAT, IPC_EXCL, IPC_RMID = 0o1000, 0o2000, 0
+KEY_NAME = b"cs336-planted-sources"  # a "user" key, in root's user keyring, that every user may view and read
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_ALL_FOR_ALL = -3, -4, 0x3F3F3F3F
+KEYCTL_SETPERM, KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_INVALIDATE = 5, 8, 9, 21
+SOCKETS = ("/tmp/cs336-planted.sock", "\0cs336-planted")  # a socket file and an abstract one, listening
 
 
 def reference_sources() -> bytes:
@@ -55,9 +63,55 @@ def planted_sources() -> Iterator[list[str]]:
                 path.write_bytes(data)
                 path.chmod(0o644)
                 planted.append(str(path))
-        yield planted
+        with _key(libc, data) as key, _listening() as listening:
+            yield planted + key + listening
     finally:
         if segment >= 0:
             libc.shmctl(segment, IPC_RMID, None)
         for path in FILES:
             path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _key(libc: ctypes.CDLL, data: bytes) -> Iterator[list[str]]:
+    """The sources (compressed, cut to what a "user" key holds) in a key every user may read."""
+    from staff.sandbox.confine import refused_numbers  # the numbers of the calls the worker may not make
+
+    numbers = refused_numbers(os.uname().machine) if os.uname().machine in ("x86_64", "aarch64") else {}
+    if not numbers:
+        yield []
+        return
+    libc.syscall.restype = ctypes.c_long
+    payload = zlib.compress(data)[:30_000]
+    # Only a key's possessor may open it to all: the user keyring, linked into the session's, makes it so.
+    libc.syscall(numbers["keyctl"], KEYCTL_LINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING)
+    key = libc.syscall(numbers["add_key"], b"user", KEY_NAME, payload, len(payload), KEY_SPEC_USER_KEYRING)
+    try:
+        if key >= 0:
+            libc.syscall(numbers["keyctl"], KEYCTL_SETPERM, key, KEY_ALL_FOR_ALL)
+        yield [f"kernel key {key}"] if key >= 0 else []
+    finally:
+        if key >= 0:
+            libc.syscall(numbers["keyctl"], KEYCTL_INVALIDATE, key)
+        libc.syscall(numbers["keyctl"], KEYCTL_UNLINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING)
+
+
+@contextlib.contextmanager
+def _listening() -> Iterator[list[str]]:
+    """Unix sockets listening at SOCKETS (the file open to every user), closed and removed afterwards."""
+    opened = []
+    try:
+        for address in SOCKETS:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            opened.append(listener)
+            if not address.startswith("\0"):
+                Path(address).unlink(missing_ok=True)
+            listener.bind(address)
+            listener.listen(64)
+            if not address.startswith("\0"):
+                os.chmod(address, 0o777)
+        yield [f"unix socket {a!r}" for a in SOCKETS]
+    finally:
+        for listener in opened:
+            listener.close()
+        Path(SOCKETS[0]).unlink(missing_ok=True)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-import shutil
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from staff.sandbox.removal import remove_tree
 
 # /proc/sysvipc/<kind>: its id column, and how to remove one (shmctl, msgctl, semctl with IPC_RMID)
 SYSV_KINDS = {"shm": ("shmid", "shmctl"), "msg": ("msqid", "msgctl"), "sem": ("semid", "semctl")}
@@ -73,16 +73,6 @@ def _remove_ipc(kind: str, ident: int) -> None:
         remove(ident, IPC_RMID, None)
 
 
-def _remove_file(path: Path) -> None:
-    try:
-        if stat.S_ISDIR(path.lstat().st_mode):
-            shutil.rmtree(path)  # fd-based on Linux: links inside are removed, never followed
-        else:
-            path.unlink()
-    except OSError:
-        pass
-
-
 def remove_leftovers(uid: int) -> list[str]:
     """Remove every System V object and every file in the shared folders that `uid` owns (call it once
     the user's processes are dead); what is still there afterwards, named (empty when all went)."""
@@ -96,7 +86,7 @@ def remove_owned_by(owner: Callable[[int], bool]) -> list[str]:
     for kind, ident in ipc_objects(owner):
         _remove_ipc(kind, ident)
     for path in files_of(owner):
-        _remove_file(path)
+        remove_tree(path)  # what is left is named by `leftovers` below
     return leftovers(owner)
 
 

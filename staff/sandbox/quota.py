@@ -10,10 +10,11 @@ room. Counting cannot stop a write while a call runs; it only bounds what stays.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from staff.sandbox.removal import remove_tree
 
 
 @dataclass
@@ -50,13 +51,7 @@ class DiskQuota:
             return None
         for folder in self.folders:
             for entry in list(os.scandir(folder)):
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path)  # fd-based on Linux: links inside are never followed
-                    else:
-                        os.unlink(entry.path)
-                except OSError:
-                    pass
+                remove_tree(entry.path)
         return (f"your code's files took more than the grader's disk limit ({self.max_bytes / 2**30:g} GiB and "
                 f"{self.max_files} files in all; found at least {size / 2**20:.0f} MiB in {files} files), so they "
                 f"were removed")

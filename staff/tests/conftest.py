@@ -67,11 +67,15 @@ class Graded:
 
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory) -> Graded:
-    """Every sample and red-team case graded into OUT/<name>/results.json (about six minutes on two cores)."""
+    """Every sample and red-team case graded into OUT/<name>/results.json (about six minutes on two cores).
+    STAFF_REDTEAM_CASES=name,name grades only those cases' folders (and the samples)."""
     folder, work = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("building")
     _plain_samples(folder)
     cases = {}
+    chosen = {name for name in os.environ.get("STAFF_REDTEAM_CASES", "").split(",") if name}
     for case in load_cases():
+        if chosen and case.folder.name not in chosen:
+            continue  # a run of a few cases while working on them; the plain samples are always graded
         if case.requires == "separate user" and os.geteuid() != 0:
             continue  # a fork bomb is bounded only where the worker runs as a user of its own
         (work / case.name).mkdir()

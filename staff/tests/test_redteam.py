@@ -7,6 +7,7 @@ gets full marks."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -23,6 +24,17 @@ from staff.tests.processes import running_commands
 pytestmark = pytest.mark.timeout(BATCH_TIMEOUT_S)
 HIDDEN = Path(__file__).resolve().parent.parent / "hidden"
 MAX_RESULTS_BYTES = 1 << 20
+# What must reach no screen or file from a submission: C0 but tab and newline, DEL, C1, bidi controls.
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def strings(value: object) -> list[str]:
+    """Every string in a JSON document (keys included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in (key, *strings(item))]
+    return [s for item in value for s in strings(item)] if isinstance(value, list) else []
 
 
 def hidden_lines() -> set[str]:
@@ -46,7 +58,8 @@ def test_the_corpus_is_broad():
 @pytest.mark.parametrize("name", [c.name for c in load_cases()])
 def test_each_case_gets_the_score_it_must_get(graded, name):
     if name not in graded.cases:
-        pytest.skip("this case needs the worker to run as a user of its own (the grader is not root here)")
+        pytest.skip("not in this batch: it needs the worker to run as a user of its own (the grader is not root "
+                    "here), or STAFF_REDTEAM_CASES leaves it out")
     case = graded.cases[name]
     results = graded.results(name)
     assert validate_results(results) == []
@@ -61,6 +74,8 @@ def test_each_case_gets_the_score_it_must_get(graded, name):
     if case.survivors:
         left = [c for c in running_commands() if c.startswith(case.survivors)]
         assert not left, f"processes outlived the grade: {left[:3]}"
+    controls = [text[:80] for text in strings(results) if CONTROLS.search(text)]
+    assert not controls, f"control characters in the results: {controls[:3]}"
     shown = (graded.out / name / "results.json").read_text(encoding="utf-8")
     for path in (sys.prefix, str(Path(__file__).resolve().parents[2]), "/staff-grade-"):
         assert path not in shown, f"the grading machine's path {path} is in the results"
@@ -69,6 +84,12 @@ def test_each_case_gets_the_score_it_must_get(graded, name):
                        for key in (name, "reference"))
         assert peak <= floor + (case.memory_budget_mib << 20), \
             f"the test process peaked at {peak / 2**20:.0f} MiB, {(peak - floor) / 2**20:.0f} MiB over the reference's"
+
+
+def test_the_gradebook_shows_no_control_character(graded):
+    for name in ("grades.csv", "summary.md"):
+        text = (graded.out / name).read_text(encoding="utf-8").replace("\r\n", "\n")
+        assert not CONTROLS.search(text), f"a control character in {name}: {CONTROLS.search(text)!r}"
 
 
 def test_nothing_of_a_worker_user_remains_after_the_batch(graded):

@@ -1,6 +1,6 @@
 """The sandbox's third round, piece by piece and without grading anything: what crosses from the
 worker is bounded and valid before it is kept, root makes the tests' folders without following
-links, the seccomp filter refuses what it says, leftovers of a worker's user are removed, the disk
+links, leftovers of a worker's user are removed, the disk
 quota is counted, results.json stays small and free of machine paths, and grades.csv is safe to
 open in a spreadsheet. Each test names the mistake it catches."""
 
@@ -10,7 +10,6 @@ import csv
 import ctypes
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,6 @@ import torch
 from adapters import _codec
 from staff.batch import Row, Submission, spreadsheet_safe, write_csv
 from staff.grade import scrub, share_output
-from staff.sandbox import confine
 from staff.sandbox.frames import MAGIC, FrameError, PipeClosed, read_frame, write_frame
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.leftovers import ipc_objects, remove_leftovers
@@ -140,12 +138,12 @@ def test_a_spreadsheet_formula_in_a_name_is_written_as_text(tmp_path, cell):
     write_csv([Row(submission, {(1, "public"): 1.0}, {(1, "public"): 1.0}, [], 1.0, cell)], tmp_path / "g.csv")
     rows = list(csv.reader((tmp_path / "g.csv").open(encoding="utf-8", newline="")))
     header, row = rows[0], rows[1]
-    for column in ("student_id", "name", "error"):
-        assert row[header.index(column)] == "'" + cell
+    for column in ("student_id", "name", "error"):  # a carriage return is no character of a cell at all
+        assert row[header.index(column)] == ("'" + cell if cell[0] != "\r" else "\ufffd" + cell[1:])
     assert spreadsheet_safe("Ada \ud800") == "Ada \ufffd" and spreadsheet_safe("Ada") == "Ada"
 
 
-# -- folders, disk, leftovers, system calls --------------------------------------------------------
+# -- folders, disk, leftovers ----------------------------------------------------------------------
 
 
 def test_the_tests_folders_are_made_without_following_links(tmp_path):
@@ -197,49 +195,6 @@ def test_the_counted_disk_quota_sees_bytes_and_files_and_not_holes(tmp_path):
     for i in range(60):
         (tmp_path / f"{i}").touch()
     assert "60 files" in quota.exceeded() or "51 files" in quota.exceeded()
-
-
-_PROBE = r"""
-import ctypes, json, socket, sys
-sys.path.insert(0, sys.argv[1])
-import confine
-status = confine.deny_syscalls()
-libc = ctypes.CDLL(None, use_errno=True)
-found = {"status": status}
-for name, family in (("inet", socket.AF_INET), ("inet6", socket.AF_INET6), ("unix", socket.AF_UNIX)):
-    try:
-        socket.socket(family, socket.SOCK_DGRAM).close()
-        found[name] = "opened"
-    except OSError as error:
-        found[name] = error.errno
-segment, queue = libc.shmget(0, 4096, 0o1600), libc.msgget(0, 0o1600)
-found["shmget"], found["msgget"] = segment >= 0, queue >= 0
-if segment >= 0:
-    libc.shmctl(segment, 0, None)  # IPC_RMID: a broken filter leaves nothing behind
-if queue >= 0:
-    libc.msgctl(queue, 0, None)
-print(json.dumps(found))
-"""
-
-
-@pytest.mark.skipif(sys.platform != "linux" or os.uname().machine not in ("x86_64", "aarch64"),
-                    reason="the filter is written for Linux on x86_64 and aarch64")
-def test_the_seccomp_filter_refuses_internet_sockets_and_system_v_ipc():
-    # Mistakes: a filter that checks the number but not the architecture, or not the family (all
-    # sockets refused: the worker's own pipes and unix sockets must still work).
-    folder = Path(confine.__file__).parent
-    done = subprocess.run([sys.executable, "-I", "-c", _PROBE, str(folder)], capture_output=True, text=True,
-                          check=True)
-    found = json.loads(done.stdout)
-    assert found["status"].startswith("on")
-    assert (found["inet"], found["inet6"], found["unix"]) == (1, 1, "opened")  # EPERM, EPERM
-    assert not found["shmget"] and not found["msgget"]
-
-
-def test_the_seccomp_program_checks_the_architecture_first():
-    program = confine.seccomp_program("x86_64")
-    assert program[0] == (0x20, 0, 0, 4) and program[1][3] == 0xC000003E  # load arch, compare
-    assert any(k == 0x40000000 for _, _, _, k in program)  # x32 system calls refused too
 
 
 @pytest.mark.skipif(not LINUX_ROOT, reason="a user of its own needs root on Linux")

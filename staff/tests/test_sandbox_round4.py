@@ -1,0 +1,246 @@
+"""The sandbox's fourth round, piece by piece and without grading anything: the seccomp filter
+refuses every socket the worker did not make as a pair, kernel keys, message queues and the other
+carriers of data between grades; text from a submission reaches no screen or file with a control
+character; the scratch clean-up survives any tree. Each test names the mistake it catches."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from adapters._text import shown_text
+from staff.batch import Submission, grade_one, write_gradebook
+from staff.grade import scrub
+from staff.sandbox import confine
+from staff.sandbox.removal import remove_tree, scratch_folder
+
+SECCOMP_MACHINES = ("x86_64", "aarch64")
+ON_A_FILTERED_MACHINE = sys.platform == "linux" and os.uname().machine in SECCOMP_MACHINES
+EPERM, EAFNOSUPPORT = 1, 97
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK = 1, 2, 10, 16, 17, 40
+
+
+# -- the seccomp filter -----------------------------------------------------------------------------
+
+
+def _verdict(program: list[tuple[int, int, int, int]], arch: int, nr: int, *args: int) -> int:
+    """What classic BPF `program` returns for a call (the kernel's seccomp_data, little-endian)."""
+    data = struct.pack("<II Q 6Q", nr & 0xFFFFFFFF, arch, 0, *(list(args) + [0] * 6)[:6])
+    accumulator, pc = 0, 0
+    while True:
+        code, jt, jf, k = program[pc]
+        if code == 0x20:  # ld [k]
+            accumulator, pc = struct.unpack_from("<I", data, k)[0], pc + 1
+        elif code in (0x15, 0x35):  # jeq, jge
+            taken = accumulator == k if code == 0x15 else accumulator >= k
+            pc += 1 + (jt if taken else jf)
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"an opcode this reader does not know: {code:#x}")
+
+
+@pytest.mark.parametrize("machine", SECCOMP_MACHINES)
+def test_the_filter_refuses_each_listed_call_and_every_socket_on_both_architectures(machine):
+    # Mistakes: an aarch64 number copied from x86_64 (the call stays open there), a jump offset off
+    # by one around the socket checks, socketpair refused outright (the worker's own pairs break).
+    program, arch = confine.seccomp_program(machine), confine._AUDIT_ARCH[machine]
+    deny, no_family, allow = 0x50000 | EPERM, 0x50000 | EAFNOSUPPORT, 0x7FFF0000
+    numbers = confine.refused_numbers(machine)
+    assert len(set(numbers.values())) == len(numbers), "two refused calls share a number"
+    for name, number in numbers.items():
+        assert _verdict(program, arch, number) == deny, name
+    socket, socketpair = confine._SOCKET[machine], confine._SOCKETPAIR[machine]
+    for family in (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK):
+        assert _verdict(program, arch, socket, family) == no_family
+    assert _verdict(program, arch, socketpair, AF_UNIX) == allow
+    assert _verdict(program, arch, socketpair, AF_INET) == no_family
+    for number in (0, 1, 3, 63, 64, 93):  # read, write, close, ... on one architecture or the other
+        if number not in numbers.values():
+            assert _verdict(program, arch, number) == allow
+    assert _verdict(program, 0x40000003, 0) == deny  # i386 on a 64-bit kernel
+    if machine == "x86_64":
+        assert _verdict(program, arch, 0x40000000 | 248) == deny  # add_key through the x32 ABI
+
+
+def test_the_refused_calls_are_the_carriers_named_in_issue_27():
+    # Mistake: dropping a call from the list while tidying it (the tests above would still pass).
+    assert set(confine.REFUSED) >= {
+        "add_key", "keyctl", "request_key", "mq_open", "mq_timedsend", "userfaultfd", "bpf", "perf_event_open",
+        "fanotify_init", "name_to_handle_at", "open_by_handle_at", "process_vm_readv", "process_vm_writev",
+        "ptrace", "kcmp", "pidfd_getfd", "memfd_secret", "shmget", "msgget", "semget", "io_uring_setup"}
+
+
+_PROBE = r"""
+import ctypes, json, os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import confine
+status = confine.deny_syscalls()
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+found = {"status": status}
+for name, family in (("inet", 2), ("inet6", 10), ("unix", 1), ("netlink", 16), ("packet", 17), ("vsock", 40)):
+    try:
+        socket.socket(family, socket.SOCK_DGRAM).close()
+        found[name] = "opened"
+    except OSError as error:
+        found[name] = error.errno
+mine, theirs = socket.socketpair()
+mine.sendall(b"pair")
+found["pair"] = theirs.recv(4).decode()
+def call(name, *args):
+    result = libc.syscall(confine.refused_numbers(os.uname().machine)[name], *args)
+    return "worked" if result >= 0 else ctypes.get_errno()
+found["add_key"] = key = call("add_key", b"user", b"cs336-probe", b"sources", 7, -4)  # the user keyring
+if key == "worked":  # a broken filter leaves no key behind
+    libc.syscall(confine.refused_numbers(os.uname().machine)["keyctl"], 21, -4)
+found["keyctl"] = call("keyctl", 0, -4, 0)  # KEYCTL_GET_KEYRING_ID
+found["request_key"] = call("request_key", b"user", b"cs336-probe", None, 0)
+found["mq_open"] = call("mq_open", b"cs336-probe", 0, 0, None)  # O_RDONLY: creates nothing
+found["shmget"], found["msgget"] = call("shmget", 0, 4096, 0o1600), call("msgget", 0, 0o1600)
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(not ON_A_FILTERED_MACHINE, reason="the filter is written for Linux on x86_64 and aarch64")
+def test_the_installed_filter_refuses_sockets_keys_and_queues_and_keeps_socketpairs():
+    # Mistakes: a filter that checks the number but not the architecture, an allow-list that lets
+    # AF_UNIX socket() through (a path or abstract socket of another grade), keys left open.
+    folder = Path(confine.__file__).parent
+    done = subprocess.run([sys.executable, "-I", "-c", _PROBE, str(folder)], capture_output=True, text=True,
+                          check=True)
+    found = json.loads(done.stdout)
+    assert found["status"].startswith("on")
+    for family in ("inet", "inet6", "unix", "netlink", "packet", "vsock"):
+        assert found[family] == EAFNOSUPPORT, family
+    assert found["pair"] == "pair"
+    for name in ("add_key", "keyctl", "request_key", "mq_open", "shmget", "msgget"):
+        assert found[name] == EPERM, name
+
+
+# -- text from a submission, shown ------------------------------------------------------------------
+
+_CONTROL_RANGES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+C1_AND_BIDI = "\x9b2J\x9d0;title\x07 \u202eevil\u202c \u2066x\u2069 \u200e\u200f\u061c \x1b[31m\r\x00"
+
+
+def test_shown_text_replaces_c0_c1_and_bidi_controls_and_keeps_the_rest():
+    # Mistake: a pattern of C0 controls only: U+009B (CSI) and U+009D (OSC) drive 8-bit terminals,
+    # and U+202E reverses what a TA reads ("fdp.exe" shown as "exe.pdf").
+    shown = shown_text(f"{C1_AND_BIDI}\n\té 中 \u00a0 \U0001f600 \ud800")
+    assert not _CONTROL_RANGES.search(shown)
+    assert shown.endswith("\n\té 中 \u00a0 \U0001f600 \ufffd")
+    assert scrub(C1_AND_BIDI, []) == shown_text(C1_AND_BIDI)  # results.json's text goes through it too
+
+
+def test_grades_csv_and_summary_show_no_control_from_a_name_or_an_error(tmp_path):
+    # Mistake: scrubbing results.json only: grades.csv takes names from Gradescope's export and
+    # summary.md (printed to the console too) takes submission names and error lines as they are.
+    key = f"ada\u202egpj.exe{C1_AND_BIDI.replace(chr(0), '')}"  # a folder's name holds no NUL
+    submission = Submission(key=key, path=tmp_path, student_id="1", name=f"Ada {C1_AND_BIDI}", email="a@b.c")
+
+    def grader(path: Path):
+        raise RuntimeError(f"broken {C1_AND_BIDI}")
+
+    grade_one(submission, tmp_path / "out" / key, grader)
+    lines, _ = write_gradebook([submission], tmp_path / "out")
+    for text in ("\n".join(lines), (tmp_path / "out" / "summary.md").read_text(encoding="utf-8"),
+                 (tmp_path / "out" / "grades.csv").read_text(encoding="utf-8")):
+        assert "broken" in text or "Ada" in text
+        assert not _CONTROL_RANGES.search(text.replace("\r\n", "").replace("\n", ""))
+
+
+# -- clean-up that cannot be stopped ----------------------------------------------------------------
+
+
+def _deep_tree(top: Path, depth: int, name: str = "d" * 200) -> None:
+    """`top`/NAME/NAME/... `depth` folders deep (far past PATH_MAX), a file at the bottom."""
+    handle = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir(name, dir_fd=handle)
+        below = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=handle)
+        os.close(handle)
+        handle = below
+    os.close(os.open("bottom", os.O_WRONLY | os.O_CREAT, dir_fd=handle))
+    os.close(handle)
+
+
+def _odd_tree(top: Path, outside: Path) -> None:
+    """Links out (to a folder and a file that must survive), odd names, a FIFO, closed folders."""
+    (top / "link-to-folder").symlink_to(outside)
+    (top / "link-to-file").symlink_to(outside / "keep.txt")
+    os.mkfifo(top / "fifo")
+    (top / "new\nline \u202e").mkdir()
+    (top / "new\nline \u202e" / "x").write_text("x")
+    with open(os.path.join(os.fsencode(top), b"\xff\xfe not utf-8"), "wb") as handle:
+        handle.write(b"x")
+    for mode in (0o000, 0o500, 0o100, 0o400):
+        closed = top / f"closed-{mode:o}"
+        (closed / "inner").mkdir(parents=True)
+        (closed / "inner" / "file").write_text("x")
+        closed.chmod(mode)
+
+
+def test_remove_tree_goes_through_a_deep_odd_tree_and_follows_no_link(tmp_path):
+    # Mistake: shutil.rmtree (RecursionError at 1,000 levels, a descriptor per level, names past
+    # PATH_MAX) or a walk that follows a link out of the tree.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    _deep_tree(tree, 1_500)
+    _odd_tree(tree, outside)
+    assert remove_tree(tree) == []
+    assert not tree.exists() and (outside / "keep.txt").read_text() == "keep"
+    assert remove_tree(tree) == []  # already gone: nothing to say
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="needs root to become another user")
+def test_remove_tree_opens_up_closed_folders_as_their_owner():
+    # Mistake: giving up on a folder made 0o000 or read-only: a grader that is not root (the worker
+    # runs as the grader's user) leaves it, and the scratch folder, on disk.
+    uid, base = 1_800_000_777, Path(tempfile.mkdtemp(prefix="staff-test-"))
+    os.chown(base, uid, uid)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            (base / "outside").mkdir()
+            (base / "outside" / "keep.txt").write_text("keep")
+            (base / "tree").mkdir()
+            _odd_tree(base / "tree", base / "outside")
+            _deep_tree(base / "tree" / "new\nline \u202e", 1_100)
+            os.write(write, json.dumps(remove_tree(base / "tree")).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = os.read(read, 1 << 16).decode()
+    os.close(read)
+    os.waitpid(child, 0)
+    try:
+        assert said == "[]" and not (base / "tree").exists() and (base / "outside" / "keep.txt").exists()
+    finally:
+        assert remove_tree(base) == []
+
+
+def test_a_scratch_folder_is_removed_and_its_clean_up_never_raises(monkeypatch, capsys):
+    # Mistake: a clean-up error raised out of the block, losing the grade made inside it.
+    with scratch_folder("staff-test-") as folder:
+        _deep_tree(folder, 1_200, "x")
+    assert not folder.exists()
+    monkeypatch.setattr("staff.sandbox.removal.remove_tree", lambda path: ["could not"])
+    with scratch_folder("staff-test-") as kept:
+        made = "the grade"
+    assert made == "the grade" and "not removed whole" in capsys.readouterr().err
+    os.rmdir(kept)
