@@ -429,7 +429,7 @@ def grade(
         summary = truncated(outcome.summary(details), SUMMARY_CHARS)
         graded_files = {} if intake is None else _scrubbed(intake.as_data(), paths)
         if intake is not None and not outcome.grader_failure:  # which files: a student who uploaded stale ones sees it
-            summary = f"{truncated(scrub(intake.describe(), paths), INTAKE_CHARS)}\n\n{summary}".strip()
+            summary = f"{summary}\n\n{truncated(scrub(intake.describe(), paths), INTAKE_CHARS)}".strip()
         details = {key: truncated(value, SUMMARY_CHARS) if isinstance(value, str) else value
                    for key, value in details.items()}
         usage["grader process peak RSS"] = peak_rss_bytes()

@@ -86,7 +86,8 @@ class Intake:
         named = [f"{name} ({size:,} B)" for name, size in sorted(self.files.items())[:LISTED_FILES]]
         more = len(self.files) - len(named)
         listed = ", ".join(named) + (f" and {more} more" if more > 0 else "")
-        lines = [f"Graded {len(self.files)} files from {self.source} of your upload: {listed}."]
+        count = f"{len(self.files)} file{'s' * (len(self.files) != 1)}"
+        lines = [f"Graded {count} from {self.source} of your upload: {listed}."]
         return "\n".join(lines + [f"Not graded: {note}." for note in self.notes])
 
     def as_data(self) -> dict[str, object]:
@@ -173,19 +174,32 @@ def _nothing_found(listing: Listing) -> SubmissionError:
 def find_package(listing: Listing) -> tuple[Candidate, list[str]]:
     """The candidate to grade in an upload and notes on what was left out.
 
+    A `cs336_basics/` at the top of the upload (where make_submission.sh's zip puts it) is the package;
+    copies deeper down are named, not graded. Elsewhere, package folders come before loose modules, and
+    two of the same kind must hold the same files.
+
     Raises:
         SubmissionError: nothing to grade, or two candidates that differ; the message says what was found.
     """
     packages, loose = _candidates(listing.entries)
-    if packages:
+    top = [p for p in packages if len(p.root.parts) == listing.top_depth]
+    if top:
+        chosen, notes = _one_of(top, f"{PACKAGE}/ folders")
+        deeper = [p.where for p in packages if p not in top]
+        if deeper:
+            shown = ", ".join(deeper[:5]) + (f" and {len(deeper) - 5} more" if len(deeper) > 5 else "")
+            notes.append(f"{shown}: {'another copy' if len(deeper) == 1 else 'other copies'} of {PACKAGE}/ deeper in "
+                         f"the upload than the one at its top, which was graded")
+    elif packages:
         chosen, notes = _one_of(packages, f"{PACKAGE}/ folders")
-        for stray in loose:
-            modules = ", ".join(str(path) for path, _ in stray.files if str(path) in MODULE_FILES)
-            notes.append(f"{modules} at {stray.where}, a loose copy outside the {PACKAGE}/ folder that was graded")
-        return chosen, notes
-    if loose:
+    elif loose:
         return _one_of(loose, "sets of the assignment's modules")
-    raise _nothing_found(listing)
+    else:
+        raise _nothing_found(listing)
+    for stray in loose:
+        modules = ", ".join(str(path) for path, _ in stray.files if str(path) in MODULE_FILES)
+        notes.append(f"{modules} at {stray.where}, a loose copy outside the {PACKAGE}/ folder that was graded")
+    return chosen, notes
 
 
 def _within_limits(candidate: Candidate) -> None:

@@ -95,6 +95,7 @@ class Listing:
     entries: list[Entry] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)  # "work.zip: why it could not be opened"
     top: list[str] = field(default_factory=list)  # what a folder upload holds at its top ("work/", "a.zip")
+    top_depth: int = 1  # path parts of a folder at the upload's top: 1, or 2 for a zip graded as a file ("work.zip/x")
     zips: int = 0  # zips opened, at most MAX_ZIPS
     inner_bytes: int = 0  # bytes of zips inside zips held in memory, at most MAX_TOTAL_BYTES together
     seen: int = 0  # entries counted against MAX_ENTRIES
@@ -258,6 +259,7 @@ def opened(upload: Path) -> Iterator[Listing]:
             _walk(listing, upload, PurePosixPath(upload.name) if upload.name == "cs336_basics" else PurePosixPath(),
                   stack)
         elif upload.is_file() and zipfile.is_zipfile(upload):
+            listing.top_depth = 2
             _open_zip(listing, upload, PurePosixPath(upload.name), 1, stack)
         else:
             raise UploadError(f"{upload.name} is neither a folder nor a zip file")

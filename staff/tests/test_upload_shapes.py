@@ -52,7 +52,8 @@ def test_the_code_is_taken_from_where_a_person_would_find_it(shape: Shape, code:
     for note in shape.not_graded:
         assert any(note in said for said in intake.notes), f"{shape.name}: no note says {note!r}: {intake.notes}"
     line = intake.describe()
-    assert line.startswith(f"Graded {len(intake.files)} files from {shape.graded_from}") and "flops.py (" in line
+    assert line.startswith(f"Graded {len(intake.files)} files from {shape.graded_from} of your upload: ")
+    assert "flops.py (" in line
 
 
 @pytest.mark.parametrize("shape", [s for s in SHAPES if s.graded_from is None], ids=lambda s: s.name)

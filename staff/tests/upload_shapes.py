@@ -193,6 +193,16 @@ def repository_with_its_fresh_submission_zip(dest: Path, code: Path) -> Path:
     return dest
 
 
+def package_at_the_top_beside_an_older_zip(dest: Path, code: Path) -> Path:
+    """cs336_basics/ at the top (as make_submission.sh's zip unpacks) and an older zip dragged in too: the
+    package at the top is the upload, as it always was; the zip's copy is named, not graded."""
+    _copy_package(code, dest / "cs336_basics")
+    members = _members(code)
+    members["cs336_basics/optimizer.py"] = b"# before the last change\n"
+    _zip(dest / "cs336-basics-submission-old.zip", members)
+    return dest
+
+
 def notebook_checkpoints_beside_the_package(dest: Path, code: Path) -> Path:
     _copy_package(code, dest / "cs336_basics")
     copy = _copy_package(code, dest / ".ipynb_checkpoints" / "cs336_basics")
@@ -244,6 +254,8 @@ SHAPES = [
           not_graded=("cs336-basics-submission.zip/cs336_basics/ holds the same files",)),
     Shape("repository-with-its-fresh-submission-zip", repository_with_its_fresh_submission_zip,
           "myrepo/cs336_basics/", not_graded=("myrepo/cs336-basics-submission.zip/cs336_basics/ holds the same",)),
+    Shape("package-at-the-top-beside-an-older-zip", package_at_the_top_beside_an_older_zip, "cs336_basics/",
+          not_graded=("cs336-basics-submission-old.zip/cs336_basics/: another copy of cs336_basics/ deeper",)),
     Shape("notebook-checkpoints-beside-the-package", notebook_checkpoints_beside_the_package, "cs336_basics/"),
     Shape("package-folder-named-otherwise", package_folder_named_otherwise, "cs336_basics-main/"),
     Shape("zip-with-a-top-folder-and-a-loose-module", zip_with_a_top_folder_and_a_loose_module,
