@@ -23,7 +23,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 # torch's own FLOP counter: the tests' and the adapters' reference count.
 FlopCounterMode = flop_counter.FlopCounterMode
 
-_MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default}
+# The aten ops a matrix multiply reaches a dispatch mode as, by overload packet, so every overload
+# counts: `torch.matmul(a, b, out=c)` arrives as `mm.out`, `@` and `Tensor.matmul` as `mm`, a batched
+# `torch.einsum` as `bmm`, `F.linear` as `mm` or `addmm`, a matrix times a vector as `mv`
+# (matmul itself, linear and einsum are decomposed before a dispatch mode sees them). Not counted:
+# `dot`/`vdot`, the product of two vectors, a reduction rather than a matrix multiply: no timer's
+# (m, k) @ (k, n) nor a model layer reaches it, and counting it would hold a loss written with
+# `torch.dot` (which CPU autocast leaves in float32) to Problem 11's matmul-dtype check.
+_MATMUL_PACKETS = frozenset(getattr(torch.ops.aten, name) for name in (
+    "mm", "bmm", "addmm", "baddbmm", "addbmm", "_addmm_activation", "mv", "addmv", "_int_mm", "_scaled_mm")
+    if hasattr(torch.ops.aten, name))
 # Ops that draw random numbers, by name (every overload): what a timer must keep out of its clock.
 _RANDOM_DRAWS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
                  "normal_", "uniform_", "random_", "bernoulli", "bernoulli_", "exponential_", "multinomial"}
@@ -36,7 +45,8 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 class ScriptedMatmuls(TorchDispatchMode):
-    """Counts matrix multiplies and the dtypes they ran in; the i-th one also sleeps `delays[i]`
+    """Counts matrix multiplies (every overload of the ops in `_MATMUL_PACKETS`, so an `out=` matmul
+    too) and the dtypes of their operands; the i-th one also sleeps `delays[i]`
     seconds (none past the list), so a timer sees durations the test chose. `seconds` holds how long
     each matmul really took, sleep included: on a busy machine a sleep overruns, and a correct timer
     measures the overrun too. Every op that draws random numbers sleeps `random_delay` seconds, so a
@@ -55,7 +65,7 @@ class ScriptedMatmuls(TorchDispatchMode):
         self.seconds: list[float] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func not in _MATMULS:
+        if func.overloadpacket not in _MATMUL_PACKETS:
             if func.overloadpacket.__name__ in _RANDOM_DRAWS:
                 self.random_draws += 1
                 if self.random_delay:
