@@ -20,8 +20,8 @@ A save is atomic and durable when it writes a temporary file, flushes every byte
   object (anything with `fileno()`) may be passed. A flush through a reference the scan cannot see
   (a default argument, a class attribute, a `functools.partial` made at import) is not recorded.
 
-Deliberately hostile code can fake any of this (see README.md, "Not protected"); the instrument
-only has to see what correct code does, by any of the routes above, and nothing that code does not.
+Deliberately hostile code can fake any of this; the instrument has to see what correct code does,
+by any of the routes above, and never credit a flush or a rename that did not happen.
 """
 
 from __future__ import annotations
