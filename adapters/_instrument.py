@@ -23,7 +23,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 # torch's own FLOP counter: the tests' and the adapters' reference count.
 FlopCounterMode = flop_counter.FlopCounterMode
 
-_MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default}
+# The aten ops a matrix multiply reaches a dispatch mode as, by overload packet, so every overload
+# counts: `torch.matmul(a, b, out=c)` arrives as `mm.out`, `@` and `Tensor.matmul` as `mm`, a batched
+# `torch.einsum` as `bmm`, `F.linear` as `mm` or `addmm`, a matrix times a vector as `mv`
+# (matmul itself, linear and einsum are decomposed before a dispatch mode sees them). Not counted:
+# `dot`/`vdot`, the product of two vectors, a reduction rather than a matrix multiply: no timer's
+# (m, k) @ (k, n) nor a model layer reaches it, and counting it would hold a loss written with
+# `torch.dot` (which CPU autocast leaves in float32) to Problem 11's matmul-dtype check.
+_MATMUL_PACKETS = frozenset(getattr(torch.ops.aten, name) for name in (
+    "mm", "bmm", "addmm", "baddbmm", "addbmm", "_addmm_activation", "mv", "addmv", "_int_mm", "_scaled_mm")
+    if hasattr(torch.ops.aten, name))
 # Ops that draw random numbers, by name (every overload): what a timer must keep out of its clock.
 _RANDOM_DRAWS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
                  "normal_", "uniform_", "random_", "bernoulli", "bernoulli_", "exponential_", "multinomial"}
@@ -36,7 +45,8 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 class ScriptedMatmuls(TorchDispatchMode):
-    """Counts matrix multiplies and the dtypes they ran in; the i-th one also sleeps `delays[i]`
+    """Counts matrix multiplies (every overload of the ops in `_MATMUL_PACKETS`, so an `out=` matmul
+    too) and the dtypes of their operands; the i-th one also sleeps `delays[i]`
     seconds (none past the list), so a timer sees durations the test chose. `seconds` holds how long
     each matmul really took, sleep included: on a busy machine a sleep overruns, and a correct timer
     measures the overrun too. Every op that draws random numbers sleeps `random_delay` seconds, so a
@@ -55,7 +65,7 @@ class ScriptedMatmuls(TorchDispatchMode):
         self.seconds: list[float] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func not in _MATMULS:
+        if func.overloadpacket not in _MATMUL_PACKETS:
             if func.overloadpacket.__name__ in _RANDOM_DRAWS:
                 self.random_draws += 1
                 if self.random_delay:
@@ -160,26 +170,49 @@ def resident_bytes(path: str | os.PathLike) -> int:
 
 
 class EinopsCalls:
-    """Counts calls into einops inside the block: `einsum`, `rearrange`, `reduce` and `repeat` all
-    go through `einops.einops.get_backend`, whatever name the student imported them under, so that
-    one function is watched. `calls` is the count."""
+    """Counts the einops operations called inside the block, whatever the route and the name: the
+    functions `einsum`, `rearrange`, `reduce`, `repeat`, `pack` and `unpack` (as `einops.rearrange`,
+    `from einops import rearrange as r` or `einops.einops.rearrange`), and the torch layers
+    `Rearrange`, `Reduce` and `EinMix` of `einops.layers.torch` applied to a tensor. `calls` is the
+    count.
+
+    How: a profile function (`sys.setprofile`, this thread, restored on exit) sees every Python
+    function that starts, and counts one whose code object is one of those operations'. A binding
+    made before the block (an alias, an import into the student's module) still runs the same code,
+    so no name needs patching. An operation that runs another (`rearrange` runs `reduce`, an `EinMix`
+    applies its `Rearrange` layers) counts once: an operation started while one runs is not counted.
+    Building a layer, `parse_shape` and `asnumpy` transform no tensor and do not count."""
 
     def __init__(self) -> None:
         self.calls = 0
-        self._patch = None
+        self._previous = None
+        self._depth = 0
+
+    @staticmethod
+    def operations() -> frozenset:
+        """The code objects of einops' tensor operations (see the class docstring)."""
+        import einops.einops
+        import einops.layers.torch
+        import einops.packing
+
+        functions = [einops.einops.einsum, einops.einops.rearrange, einops.einops.reduce, einops.einops.repeat,
+                     einops.packing.pack, einops.packing.unpack, einops.layers.torch.Rearrange.forward,
+                     einops.layers.torch.Reduce.forward, einops.layers.torch.EinMix.forward]
+        return frozenset(function.__code__ for function in functions)
+
+    def _profile(self, frame, event, arg) -> None:
+        if event == "call" and frame.f_code in self._operations:
+            if self._depth == 0:
+                self.calls += 1
+            self._depth += 1
+        elif event == "return" and frame.f_code in self._operations:
+            self._depth -= 1
 
     def __enter__(self) -> EinopsCalls:
-        import einops.einops
-
-        original = einops.einops.get_backend
-
-        def counting(*args, **kwargs):
-            self.calls += 1
-            return original(*args, **kwargs)
-
-        self._patch = mock.patch.object(einops.einops, "get_backend", counting)
-        self._patch.__enter__()
+        self._operations = self.operations()
+        self._previous = sys.getprofile()
+        sys.setprofile(self._profile)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._patch.__exit__(*exc)
+        sys.setprofile(self._previous)

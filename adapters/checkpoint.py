@@ -10,14 +10,12 @@ from __future__ import annotations
 import io
 import os
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import torch
 
+from adapters._durability import recorded_file_operations
 from adapters._route import routed
 
 
@@ -56,9 +54,11 @@ def run_save_checkpoint(
     begun (the exception propagates).
 
     Returns {"bytes": what was written to the in-memory file (None for a path),
-    "renames": [(source, destination), ...] for every os.replace / os.rename the call made,
-    "synced": whether a file was renamed onto `out`, and flushed to disk (os.fsync or os.fdatasync)
-    before that rename, holding then every byte it holds now (flushed from Python's buffer first)}."""
+    "renames": [(source, destination), ...] for every rename the call made (os.replace, os.rename,
+    Path.replace, by whatever name: see adapters/_durability.py),
+    "synced": whether a file was renamed onto `out`, and flushed to disk (os.fsync or os.fdatasync,
+    by any name the student's module gave them) before that rename, holding then every byte it holds
+    now (flushed from Python's buffer first)}."""
     from cs336_basics import checkpoint
 
     model, optimizer = _restored(dims, model_state, optimizer_state)
@@ -66,7 +66,7 @@ def run_save_checkpoint(
         optimizer.state[next(iter(model.parameters()))]["planted"] = _Unpicklable()
     buffer = io.BytesIO() if out is None else None
     target = buffer if buffer is not None else Path(out) if as_path_object else out
-    with _recorded_file_operations() as operations:
+    with recorded_file_operations() as operations:
         checkpoint.save_checkpoint(model, optimizer, iteration, target)
     renames = [(src, dst) for kind, src, dst in operations if kind == "rename"]
     onto_out = [i for i, (kind, _, dst) in enumerate(operations)
@@ -75,40 +75,6 @@ def run_save_checkpoint(
     synced = bool(onto_out) and all(any(kind == "sync" and path == operations[i][1] and size == final_size
                                         for kind, path, size in operations[:i]) for i in onto_out)
     return {"bytes": None if buffer is None else buffer.getvalue(), "renames": renames, "synced": synced}
-
-
-def _fd_path(fd: int) -> str:
-    try:
-        return os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:
-        return f"<fd {fd}>"
-
-
-@contextmanager
-def _recorded_file_operations() -> Iterator[list[tuple[str, str, str]]]:
-    """Lists ("rename", source, destination) for each os.replace / os.rename and ("sync", path, size)
-    for each os.fsync / os.fdatasync made inside the block, in order; size is the file's size in bytes
-    when it was synced (what had reached the file, not what sat in a Python buffer)."""
-    operations: list[tuple[str, str, str]] = []
-
-    def renaming(original):
-        def rename(src, dst, *args, **kwargs):
-            operations.append(("rename", os.path.realpath(os.fspath(src)), os.fspath(dst)))
-            return original(src, dst, *args, **kwargs)
-
-        return rename
-
-    def syncing(original):
-        def sync(fd):
-            number = fd if isinstance(fd, int) else fd.fileno()
-            operations.append(("sync", _fd_path(number), str(os.fstat(number).st_size)))
-            return original(fd)
-
-        return sync
-
-    with mock.patch("os.replace", renaming(os.replace)), mock.patch("os.rename", renaming(os.rename)), \
-            mock.patch("os.fsync", syncing(os.fsync)), mock.patch("os.fdatasync", syncing(os.fdatasync)):
-        yield operations
 
 
 @routed

@@ -71,7 +71,9 @@ def run_einsum_flops(pattern: str, shape_a: list[int], shape_b: list[int]) -> in
 @routed
 def run_counting_einops_calls(function: str, args: list) -> dict:
     """{"result": einops_ops.<function>(*args), "einops_calls": how many einops operations (einsum,
-    rearrange, reduce, repeat) the call made}. `function` is one of the six tensor functions."""
+    rearrange, reduce, repeat, pack, unpack, or a Rearrange, Reduce or EinMix layer applied) the call
+    made, under whatever name it imported them (see EinopsCalls)}. `function` is one of the six
+    tensor functions."""
     from cs336_basics import einops_ops
 
     from adapters._instrument import EinopsCalls

@@ -101,7 +101,7 @@ def test_einsum_flops_rejects_inconsistent_shapes():
 
 @pytest.mark.points(1)
 def test_each_function_is_written_with_einops():
-    # The adapter counts calls into einops (einsum, rearrange, reduce, repeat) during each call.
+    # The adapter counts einops operations (einsum, rearrange, reduce, repeat, pack, unpack, their layers) in each call.
     x = torch.randn(2, 3, 4, dtype=torch.float64)
     calls = {"attention_scores": [x, torch.randn(2, 5, 4, dtype=torch.float64)], "split_heads": [x, 2],
              "merge_heads": [torch.randn(2, 3, 2, 2, dtype=torch.float64)],

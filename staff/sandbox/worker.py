@@ -139,7 +139,7 @@ def zygote(config: dict, status: dict[str, str]) -> None:
         import torch._dynamo  # noqa: F401 - any optimizer's first use imports it (about 2 s): once here, for every child
 
         torch.set_num_threads(config["threads"])
-        from adapters import _codec, _instrument  # noqa: F401 - imported once here, not in a test's time
+        from adapters import _codec, _durability, _instrument  # noqa: F401 - imported once here, not in a test's time
     except BaseException as error:  # noqa: BLE001 - the grader must hear why the worker cannot start
         control.sendall(json.dumps({"op": "hello", "ok": False, "error": _student_traceback(error)}).encode() + b"\n")
         return
