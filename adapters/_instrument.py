@@ -145,6 +145,43 @@ class HostToDeviceCopies(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
+class Pinning(TorchDispatchMode):
+    """Counts what is pinned (page-locked) inside the block: `Tensor.pin_memory()`, and factories given
+    `pin_memory=True` (`torch.empty`, `zeros`, `empty_like`, ...), however the code reached them.
+
+    Pinning needs a CUDA driver: without one, PyTorch raises for it, so the same get_batch would lose
+    every test on a CPU grader and none on a GPU box. With `emulate` (the default where no CUDA device
+    is available) a pin is counted and then done as a GPU machine would do it, minus the page-locking:
+    `pin_memory()` returns an unpinned copy, a factory makes an unpinned tensor, and `is_pinned()` says
+    False. So the same code runs the same on any grader, and a test that cares (pinning for a CPU
+    device, §9.4) reads `pins`. Not seen: `torch.tensor(data, pin_memory=True)`, which pins before
+    any dispatch."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # nothing here is compiled; skipping would import torch._dynamo (seconds) on first use
+
+    def __init__(self, emulate: bool | None = None) -> None:
+        super().__init__()
+        self.emulate = (not torch.cuda.is_available()) if emulate is None else emulate
+        self.pins = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        if name == "_pin_memory":
+            self.pins += 1
+            if self.emulate:
+                return args[0].clone()
+        elif name == "is_pinned" and self.emulate:
+            return False
+        elif kwargs.get("pin_memory"):
+            self.pins += 1
+            if self.emulate:
+                kwargs = {**kwargs, "pin_memory": False}
+        return func(*args, **kwargs)
+
+
 def resident_bytes(path: str | os.PathLike) -> int:
     """Bytes of `path` now held in the operating system's page cache, that is, read since the file
     was written (a sparse file made with truncate() starts at 0). Uses mincore(2) on a fresh

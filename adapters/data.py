@@ -1,7 +1,9 @@
 """Problem 9 adapters: token files and batch sampling (handout/09_data.md).
 
 Files go in as paths, batches come out as tensors. Generators go in as seeds. An instrument reports,
-on CUDA, how the batch reached the device; how much of a file a call read is measured by the test
+on CUDA, how the batch reached the device; another counts what get_batch pinned, and on a machine
+without CUDA (where pinning raises) lets it run as on a GPU machine, so the same code gets the same
+grade on any grader. How much of a file a call read is measured by the test
 (`adapters._instrument.resident_bytes`), which owns the file.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from adapters._convert import to_generator
-from adapters._instrument import HostToDeviceCopies
+from adapters._instrument import HostToDeviceCopies, Pinning
 from adapters._route import routed
 
 
@@ -30,17 +32,18 @@ def run_get_batch(
     device_object: bool = False,
 ) -> dict:
     """{"inputs", "targets"} of get_batch on `tokens` (made read-only, as a memmap from open_tokens is);
-    "copies": [(source pinned, non_blocking)] for each CPU-to-CUDA copy made. With `device_object`,
-    get_batch is given `torch.device(device)` rather than the string (its signature takes either)."""
+    "copies": [(source pinned, non_blocking)] for each CPU-to-CUDA copy made; "pins": how many tensors
+    it pinned (see `Pinning`). With `device_object`, get_batch is given `torch.device(device)` rather
+    than the string (its signature takes either)."""
     import torch
 
     from cs336_basics import data
 
     tokens.flags.writeable = False  # as a memmap from open_tokens is: sampling must not write to the data
     where = torch.device(device) if device_object else device
-    with HostToDeviceCopies() as watch:
+    with Pinning() as pinning, HostToDeviceCopies() as watch:
         inputs, targets = data.get_batch(tokens, batch_size, context_length, where, to_generator(seed))
-    return {"inputs": inputs, "targets": targets, "copies": watch.copies}
+    return {"inputs": inputs, "targets": targets, "copies": watch.copies, "pins": pinning.pins}
 
 
 @routed
@@ -53,9 +56,9 @@ def run_get_batch_from_file(
     from cs336_basics import data
 
     tokens = data.open_tokens(path, np.dtype(dtype))
-    with HostToDeviceCopies() as watch:
+    with Pinning() as pinning, HostToDeviceCopies() as watch:
         inputs, targets = data.get_batch(tokens, batch_size, context_length, device, to_generator(seed))
-    return {"inputs": inputs, "targets": targets, "copies": watch.copies}
+    return {"inputs": inputs, "targets": targets, "copies": watch.copies, "pins": pinning.pins}
 
 
 @routed
@@ -71,11 +74,13 @@ def run_get_batch_generator_use(tokens: np.ndarray, batch_size: int, context_len
     tokens.flags.writeable = False
     before = torch.get_rng_state()
     generator = torch.Generator().manual_seed(seed)
-    first = data.get_batch(tokens, batch_size, context_length, "cpu", generator)[0]
-    second = data.get_batch(tokens, batch_size, context_length, "cpu", generator)[0]
+    with Pinning():
+        first = data.get_batch(tokens, batch_size, context_length, "cpu", generator)[0]
+        second = data.get_batch(tokens, batch_size, context_length, "cpu", generator)[0]
     advanced_generator = torch.Generator().manual_seed(seed)
     torch.rand(1000, generator=advanced_generator)
-    advanced = data.get_batch(tokens, batch_size, context_length, "cpu", advanced_generator)[0]
+    with Pinning():
+        advanced = data.get_batch(tokens, batch_size, context_length, "cpu", advanced_generator)[0]
     return {"first": first, "second": second, "advanced": advanced,
             "global_untouched": bool(torch.equal(before, torch.get_rng_state()))}
 
@@ -89,9 +94,10 @@ def run_get_batch_from_global_seed(tokens: np.ndarray, batch_size: int, context_
     from cs336_basics import data
 
     tokens.flags.writeable = False
-    torch.manual_seed(seed)
-    first = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
-    second = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
-    torch.manual_seed(seed)
-    again = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
+    with Pinning():
+        torch.manual_seed(seed)
+        first = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
+        second = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
+        torch.manual_seed(seed)
+        again = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
     return {"first": first, "second": second, "again": again}

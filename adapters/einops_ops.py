@@ -74,9 +74,8 @@ def run_counting_einops_calls(function: str, args: list) -> dict:
     rearrange, reduce, repeat, pack, unpack, or a Rearrange, Reduce or EinMix layer applied) the call
     made, under whatever name it imported them (see EinopsCalls)}. `function` is one of the six
     tensor functions."""
-    from cs336_basics import einops_ops
-
     from adapters._instrument import EinopsCalls
+    from cs336_basics import einops_ops
 
     if function not in {"attention_scores", "split_heads", "merge_heads", "per_head_linear", "sum_hidden",
                         "max_over_sequence"}:

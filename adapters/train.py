@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.optim.optimizer as torch_optimizer_module
 
-from adapters._instrument import ScriptedMatmuls
+from adapters._instrument import Pinning, ScriptedMatmuls
 from adapters._route import routed
 
 
@@ -93,7 +93,7 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
     settings = _config(train.TrainConfig, config)
     if checkpoint_dir is not None:  # made here, on the student's side: a folder the test made may not be writable
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    with _held_after_each_step() as steps, ScriptedMatmuls() as matmuls:
+    with _held_after_each_step() as steps, Pinning(), ScriptedMatmuls() as matmuls:  # Pinning: data.py's why
         result = train.train(data_path, settings, checkpoint_dir=checkpoint_dir, resume_from=resume_from)
     model, optimizer = result.model, result.optimizer
     with torch.no_grad():
@@ -120,7 +120,8 @@ def run_step_batch(tokens: np.ndarray, config: dict, step: int) -> dict:
     from cs336_basics import data, train
 
     settings = _config(train.TrainConfig, config)
-    x, y = train.step_batch(tokens, settings, step)
-    generator = torch.Generator().manual_seed(settings.seed + step)
-    inputs, targets = data.get_batch(tokens, settings.batch_size, settings.dim, generator=generator)
+    with Pinning():
+        x, y = train.step_batch(tokens, settings, step)
+        generator = torch.Generator().manual_seed(settings.seed + step)
+        inputs, targets = data.get_batch(tokens, settings.batch_size, settings.dim, generator=generator)
     return {"x": x, "y": y, "inputs": inputs, "targets": targets}

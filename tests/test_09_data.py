@@ -122,6 +122,19 @@ def test_get_batch_with_exactly_one_window():
 
 
 @pytest.mark.points(1)
+def test_get_batch_on_the_cpu_pins_nothing():
+    # Pinning page-locks host memory for a copy to a GPU (§9.4); for a CPU device there is no such copy.
+    # The adapter lets a pin run on any machine (on one without a GPU PyTorch would raise), so this
+    # mistake costs this point alone, on a CPU grader and on a GPU one alike.
+    tokens = np.arange(100, dtype=np.uint16)
+    for device, as_object in (("cpu", False), ("cpu", True)):
+        got = A.run_get_batch(tokens, 4, 3, device, 0, device_object=as_object)
+        shown = "torch.device('cpu')" if as_object else "'cpu'"
+        check_equal(got["pins"], 0, what="tensors pinned (pin_memory) for a CPU device",
+                    inputs=f"get_batch(np.arange(100), 4, 3, device={shown})", see=f"{SEE} §9.4")
+
+
+@pytest.mark.points(1)
 def test_get_batch_rejects_bad_input():
     tokens = np.arange(10, dtype=np.uint16)
     check_equal(tuple(A.run_get_batch(tokens, 2, 4)["inputs"].shape), (2, 4), inputs="10 tokens, batch_size=2, "
