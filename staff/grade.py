@@ -377,6 +377,8 @@ def grade(
     options = sandbox or SandboxOptions()
     if test_timeout_s is not None:  # a copy: the caller's options (shared by a batch's grades) stay as they were
         options = dataclasses.replace(options, test_budget_s=test_timeout_s)
+    if gpu:  # its worker must start CUDA; what that costs the sandbox is in staff/sandbox/confine.py (CUDA_NOTE)
+        options = dataclasses.replace(options, cuda=True)
     # The scratch folder goes however the grade ends, and its removal (of whatever the submission
     # left there: a tree thousands of folders deep, closed folders) never costs the grade.
     with scratch_folder("staff-grade-") as scratch:

@@ -97,6 +97,7 @@ class WorkerConfig:
     seccomp: bool = True
     tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
     limits: Limits = field(default_factory=Limits)
+    cuda: bool = False  # a GPU grade: no PID namespace, Landlock or socket() ban, which keep CUDA from starting
 
 
 # What the grader's environment may pass to the worker: where the GPU driver's libraries are, and

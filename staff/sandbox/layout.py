@@ -57,6 +57,7 @@ class SandboxOptions:
     landlock: bool = True
     seccomp: bool = True
     tmpfs: bool = True
+    cuda: bool = False  # the worker must start CUDA (a GPU grade; see confine.CUDA_NOTE for what it goes without)
     threads: int = field(default_factory=lambda: Settings().torch_threads())  # the CPUs this grade may use
     startup_timeout_s: float = 300.0
     import_timeout_s: float = default("import_timeout_s")
@@ -182,7 +183,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         devices=DEVICES + sorted(glob.glob("/dev/nvidia*")),
         reveal=[sys.base_prefix, *packages, str(code)],
         uid=uid, gid=uid, threads=options.threads, namespaces=options.namespaces, landlock=options.landlock,
-        seccomp=options.seccomp, tmpfs=options.tmpfs,
+        seccomp=options.seccomp, tmpfs=options.tmpfs, cuda=options.cuda,
         limits=options.limits)
     settings = grader / "sandbox.json"
     settings.write_text(json.dumps({

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from adapters._text import shown_text
+from staff import samples
 from staff.batch import Submission, grade_one, write_gradebook
 from staff.grade import scrub
 from staff.sandbox import confine
+from staff.sandbox.layout import SandboxOptions
 from staff.sandbox.removal import remove_tree, scratch_folder
 
 SECCOMP_MACHINES = ("x86_64", "aarch64")
@@ -69,6 +71,61 @@ def test_the_filter_refuses_each_listed_call_and_every_socket_on_both_architectu
     assert _verdict(program, 0x40000003, 0) == deny  # i386 on a 64-bit kernel
     if machine == "x86_64":
         assert _verdict(program, arch, 0x40000000 | 248) == deny  # add_key through the x32 ABI
+
+
+@pytest.mark.parametrize("machine", SECCOMP_MACHINES)
+def test_a_gpu_grades_filter_lets_cuda_make_its_socket_and_refuses_the_rest(machine):
+    # On an H100, refusing socket() kept cuInit from starting (error 304) while the filter before round 4,
+    # which refused internet sockets only, did not: a GPU grade's filter refuses AF_INET and AF_INET6 and
+    # every listed call. Mistakes: a jump that allows internet sockets too, or drops the listed calls.
+    program, arch = confine.seccomp_program(machine, sockets=False), confine._AUDIT_ARCH[machine]
+    deny, no_family, allow = 0x50000 | EPERM, 0x50000 | EAFNOSUPPORT, 0x7FFF0000
+    for name, number in confine.refused_numbers(machine).items():
+        assert _verdict(program, arch, number) == deny, name
+    socket = confine._SOCKET[machine]
+    for family in (AF_INET, AF_INET6):
+        assert _verdict(program, arch, socket, family) == no_family
+    for family in (AF_UNIX, AF_NETLINK):
+        assert _verdict(program, arch, socket, family) == allow
+    assert _verdict(program, arch, confine._SOCKETPAIR[machine], AF_UNIX) == allow
+    assert _verdict(program, 0x40000003, 0) == deny
+
+
+def test_a_gpu_grade_asks_for_a_worker_that_can_start_cuda(tmp_path, monkeypatch):
+    # Mistake: a GPU grade whose worker is confined as a CPU grade's, which scored the reference 2 of 12 on
+    # an H100, every CUDA call failing with error 304 (a CPU grade keeps every protection).
+    from staff import grade as grading
+
+    asked = []
+    real_build = grading.build
+
+    def build(scratch, repo, package, parts, hidden, confined):
+        asked.append(confined)
+        return real_build(scratch, repo, package, parts, hidden, confined)
+
+    monkeypatch.setattr(grading, "build", build)
+    samples.stubs(tmp_path)
+    for gpu in (True, False):
+        grading.grade(tmp_path, hidden=False, problems={1}, gpu=gpu, progress=False,
+                      sandbox=SandboxOptions(test_budget_s=10.0))
+    assert [options.cuda for options in asked] == [True, False]
+    assert all(options.landlock and options.namespaces and options.seccomp for options in asked)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="new namespaces are made as root here")
+def test_a_gpu_grades_launcher_makes_no_pid_namespace_and_says_why():
+    # On an H100 a new PID namespace alone kept cuInit from starting; network and IPC namespaces did not.
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(reading)
+        os.write(writing, json.dumps(confine.new_namespaces(pid=False)).encode())
+        os._exit(0)
+    os.close(writing)
+    status = json.loads(os.read(reading, 65536))
+    os.waitpid(child, 0)
+    assert status["network"] == status["ipc"] == confine.ON
+    assert status["pid"].startswith("off: a GPU grade: CUDA's driver does not start under it")
 
 
 def test_the_refused_calls_are_the_carriers_named_in_issue_27():
