@@ -149,13 +149,14 @@ class Pinning(TorchDispatchMode):
     """Counts what is pinned (page-locked) inside the block: `Tensor.pin_memory()`, and factories given
     `pin_memory=True` (`torch.empty`, `zeros`, `empty_like`, ...), however the code reached them.
 
-    Pinning needs a CUDA driver: without one, PyTorch raises for it, so the same get_batch would lose
-    every test on a CPU grader and none on a GPU box. With `emulate` (the default where no CUDA device
-    is available) a pin is counted and then done as a GPU machine would do it, minus the page-locking:
-    `pin_memory()` returns an unpinned copy, a factory makes an unpinned tensor, and `is_pinned()` says
-    False. So the same code runs the same on any grader, and a test that cares (pinning for a CPU
-    device, §9.4) reads `pins`. Not seen: `torch.tensor(data, pin_memory=True)`, which pins before
-    any dispatch."""
+    Pinning needs a CUDA driver this process can start: without one (no GPU, or a GPU the CPU grade's
+    sandbox keeps the worker from, as on an H100), PyTorch raises, so the same get_batch would lose
+    every test on one grader and none on another. So a pin of a CPU tensor is tried, and where it
+    cannot be done (or `emulate` says so; the default where no CUDA device is seen) it is done as a GPU
+    machine would do it, minus the page-locking: `pin_memory()` returns an unpinned copy, a factory
+    makes an unpinned tensor, and `is_pinned()` says False. The same code runs the same on any grader,
+    and a test that cares (pinning for a CPU device, §9.4) reads `pins`. Not seen:
+    `torch.tensor(data, pin_memory=True)`, which pins before any dispatch."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -166,19 +167,26 @@ class Pinning(TorchDispatchMode):
         self.emulate = (not torch.cuda.is_available()) if emulate is None else emulate
         self.pins = 0
 
+    def _or_else(self, func, args, kwargs, instead):
+        """func(*args, **kwargs), or `instead()` where this process cannot pin (from then on, for the block)."""
+        if not self.emulate:
+            try:
+                return func(*args, **kwargs)
+            except RuntimeError:  # no CUDA driver this process may start: a CPU tensor's pin cannot be done here
+                self.emulate = True
+        return instead()
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func.overloadpacket.__name__
-        if name == "_pin_memory":
+        if name == "_pin_memory" and args[0].device.type == "cpu":
             self.pins += 1
-            if self.emulate:
-                return args[0].clone()
-        elif name == "is_pinned" and self.emulate:
-            return False
-        elif kwargs.get("pin_memory"):
+            return self._or_else(func, args, kwargs, lambda: args[0].clone())
+        if name == "is_pinned" and args[0].device.type == "cpu":
+            return self._or_else(func, args, kwargs, lambda: False)
+        if kwargs.get("pin_memory"):
             self.pins += 1
-            if self.emulate:
-                kwargs = {**kwargs, "pin_memory": False}
+            return self._or_else(func, args, kwargs, lambda: func(*args, **{**kwargs, "pin_memory": False}))
         return func(*args, **kwargs)
 
 
