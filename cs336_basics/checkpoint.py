@@ -5,7 +5,7 @@ Handout: handout/10_checkpoint.md.
 
 from __future__ import annotations
 
-import copy
+import copy  # noqa: F401 - for your code: §10.3 suggests copy.deepcopy for the backup of a state
 import os
 import random
 import tempfile

@@ -3,8 +3,8 @@
 Every graded test belongs to one problem (module marker `problem(N)`) and is worth some points
 (marker `points(P)`). Graded tests are the public ones in this folder and, when the staff grade,
 the hidden ones. A test earns its points only when it passes; a `cuda` test skipped for want of a
-GPU (or of one the tests have figures for) counts as 0 of 0. Any other skip or xfail counts as a failure: code under test cannot take
-points off the table by skipping.
+GPU (or of one the tests have figures for) counts as 0 of 0. Any other skip or xfail counts as a
+failure: code under test cannot take points off the table by skipping.
 
 With `--grading-report PATH` the plugin also writes one JSON object per line to PATH: a
 "collected" line per graded test when collection ends, then a "result" line as each test finishes,

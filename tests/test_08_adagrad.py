@@ -8,8 +8,8 @@ import torch
 
 from adapters import optimizer as A
 from tests import gpu_memory as G
-from tests.gpu_figures import record_figure
 from tests.checks import check_equal, check_tensor, explain
+from tests.gpu_figures import record_figure
 
 pytestmark = pytest.mark.problem(8)
 SEE = "handout/08_adagrad.md"
@@ -231,8 +231,8 @@ def test_training_step_memory_matches_the_gpus_peak(record_property):
     inputs = f"training_step_memory({B}, {D}, {L}) against one step on the GPU (float32)"
     ratio = measured.held / estimate if estimate > 0 else float("inf")
     record_figure(record_property, "held at the step's peak / training_step_memory", ratio, 1 / GPU_MEMORY_MARGIN,
-                  GPU_MEMORY_MARGIN, f"peak {measured.peak / 2**20:.1f} MiB, workspace {measured.matmul_scratch / 2**20:.1f}"
-                  f" MiB, estimate {estimate / 2**20:.1f} MiB")
+                  GPU_MEMORY_MARGIN, f"peak {measured.peak / 2**20:.1f} MiB, workspace "
+                  f"{measured.matmul_scratch / 2**20:.1f} MiB, estimate {estimate / 2**20:.1f} MiB")
     assert 1 / GPU_MEMORY_MARGIN <= ratio <= GPU_MEMORY_MARGIN, explain(
         f"your estimate against torch.cuda.max_memory_allocated() over one step, less one matmul's cuBLAS "
         f"workspace, within {GPU_MEMORY_MARGIN:g}x either way", inputs=inputs,

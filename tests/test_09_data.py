@@ -172,7 +172,8 @@ def test_get_batch_on_cuda_copies_from_pinned_memory_without_blocking(seed_every
     tokens = np.arange(1000, dtype=np.int32)
     for device, as_object in (("cuda", False), ("cuda:0", False), ("cuda", True)):
         got = A.run_get_batch(tokens, 4, 8, device, seed_everything, device_object=as_object)
-        inputs = f"get_batch(np.arange(1000), 4, 8, device={f'torch.device({device!r})' if as_object else repr(device)})"
+        shown = f"torch.device({device!r})" if as_object else repr(device)
+        inputs = f"get_batch(np.arange(1000), 4, 8, device={shown})"
         check_on_gpu(got, inputs, f"{SEE} §9.4")
         check_tensor(got["targets"].cpu(), got["inputs"].cpu() + 1, what="targets", inputs=inputs, see=f"{SEE} §9.4")
 

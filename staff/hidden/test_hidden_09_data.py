@@ -184,7 +184,8 @@ def test_get_batch_without_a_generator_follows_the_global_generator(seed_everyth
     check_equal(result, (True, True), see=f"{SEE} §9.2",
                 what="(the same torch.manual_seed gives the same batch, the next call another batch): with no "
                      "generator, the starts come from torch's global generator",
-                inputs="torch.manual_seed(s); get_batch(np.arange(10000), 16, 4) twice; torch.manual_seed(s); once more")
+                inputs="torch.manual_seed(s); get_batch(np.arange(10000), 16, 4) twice; "
+                       "torch.manual_seed(s); once more")
 
 
 @pytest.mark.points(1)

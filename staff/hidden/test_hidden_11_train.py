@@ -14,8 +14,16 @@ import torch
 
 from adapters import train as A
 from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor
-from tests.test_11_train import (check_loss_falls, check_predicts_next_token, check_resumes_exactly, described,
-                                 probe_windows, saved_files, token_file, walk_tokens)
+from tests.test_11_train import (
+    check_loss_falls,
+    check_predicts_next_token,
+    check_resumes_exactly,
+    described,
+    probe_windows,
+    saved_files,
+    token_file,
+    walk_tokens,
+)
 
 pytestmark = pytest.mark.problem(11)
 SEE = "handout/11_train.md"

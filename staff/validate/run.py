@@ -3,8 +3,9 @@
 The suites are valid when every wheat (a correct implementation) keeps every point, and thorough
 when every chaff (a wrong one) loses points on its own problem, in at least one of the tests it
 names. One mistake, one penalty: a chaff may lose points on another problem only where the handout
-says that problem runs its code (`STATED_COSTS`); a loss anywhere else fails the validation. A variant changes one module only, so it is graded on its own problem and on the problems
-whose modules import its module (Problem 7 on Problem 6's); every other problem runs the reference
+says that problem runs its code (`STATED_COSTS`); a loss anywhere else fails the validation. A
+variant changes one module only, so it is graded on its own problem and on the problems whose
+modules import its module (Problem 7 on Problem 6's); every other problem runs the reference
 unchanged and is not graded again. The stubs are graded on every problem and must score 0.
 
 With `gpu`, only the GPU part is graded (the `cuda` tests, on this machine's GPU): the stubs, every
@@ -30,7 +31,6 @@ from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
-
 
 # Where the handout says a problem runs another's code, so that a mistake there may cost points
 # here too: Problem 11 "calls your code from Problems 6 to 10" (handout/11_train.md). Problem 7
