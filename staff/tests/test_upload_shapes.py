@@ -68,13 +68,6 @@ def test_an_upload_that_cannot_be_decided_is_explained(shape: Shape, code: Path,
     assert "unsafe" not in said and str(tmp_path) not in said
 
 
-def test_every_shape_of_the_issue_is_in_the_corpus():
-    names = {s.name for s in SHAPES}
-    assert len(names) == len(SHAPES)
-    assert {s.name for s in SHAPES if s.common} == {"make-submission-zip", "repository-folder-unpacked",
-                                                    "files-dragged-in", "windows-zip"}
-
-
 def _refused(upload: Path, laid: Path) -> str:
     with pytest.raises(SubmissionError) as raised:
         lay_package(upload, laid)

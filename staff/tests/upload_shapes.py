@@ -25,7 +25,6 @@ class Shape:
     graded_from: str | None  # where in the upload the code is found; None: ambiguous or nothing to grade
     message: tuple[str, ...] = ()  # what the intake's message must say (when graded_from is None)
     not_graded: tuple[str, ...] = ()  # what the "Not graded" notes must name
-    common: bool = False  # graded end to end through run_autograder in the container emulation
 
 
 def _files(code: Path) -> list[Path]:
@@ -238,16 +237,16 @@ def zip_kept_as_the_file_graded(dest: Path, code: Path) -> Path:
 
 
 SHAPES = [
-    Shape("make-submission-zip", make_submission_zip, "cs336-basics-submission.zip/cs336_basics/", common=True),
+    Shape("make-submission-zip", make_submission_zip, "cs336-basics-submission.zip/cs336_basics/"),
     Shape("make-submission-unpacked", make_submission_unpacked, "cs336_basics/"),
-    Shape("repository-folder-unpacked", repository_folder_unpacked, "myrepo-main/cs336_basics/", common=True),
+    Shape("repository-folder-unpacked", repository_folder_unpacked, "myrepo-main/cs336_basics/"),
     Shape("github-download-unpacked", github_download_unpacked, "assignment1-basics-main/cs336_basics/"),
     Shape("github-repository-one-folder-down", github_repository_one_folder_down, "assignment1-basics/cs336_basics/"),
     Shape("repository-named-like-the-package", repository_named_like_the_package, "cs336_basics/cs336_basics/"),
-    Shape("files-dragged-in", files_dragged_in, "the top level", common=True),
+    Shape("files-dragged-in", files_dragged_in, "the top level"),
     Shape("files-dragged-in-without-init", files_dragged_in_without_init, "the top level"),
     Shape("zip-of-loose-files", zip_of_loose_files, "my-code.zip/"),
-    Shape("windows-zip", windows_zip, "submission.zip/cs336_basics/", common=True),
+    Shape("windows-zip", windows_zip, "submission.zip/cs336_basics/"),
     Shape("windows-zip-unpacked-with-backslashes", windows_zip_unpacked_with_backslashes, "cs336_basics/"),
     Shape("zip-inside-a-zip", zip_inside_a_zip, "outer.zip/cs336-basics-submission.zip/cs336_basics/"),
     Shape("the-same-zip-twice", the_same_zip_twice, "cs336-basics-submission (1).zip/cs336_basics/",
