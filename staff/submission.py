@@ -29,6 +29,7 @@ from staff.upload import (
     HARD_LINK,
     MAX_FILES,
     MAX_TOTAL_BYTES,
+    PACKAGE,
     SYMBOLIC_LINK,
     Entry,
     Listing,
@@ -40,7 +41,6 @@ from tests.grading import PROBLEMS
 
 __all__ = ["PACKAGE", "Intake", "SubmissionError", "lay_package", "zip_entry_count"]
 
-PACKAGE = "cs336_basics"
 MODULE_FILES = frozenset(f"{problem.module}.py" for problem in PROBLEMS.values())
 MAX_PACKAGE_DEPTH = 5  # folders from the top of the upload to the package's, the package's own included
 # The student release's other folders: adapters/ names its modules as cs336_basics/ does, so a repository

@@ -40,6 +40,7 @@ MAX_ZIPS = 16  # zips opened in one upload (each holds a file open; the rest are
 # resource forks. Any folder whose name starts with "." is skipped too (.git, .venv, .ipynb_checkpoints).
 IGNORED_FOLDERS = frozenset({"__pycache__", "__MACOSX", "node_modules", "site-packages", "dist-packages", "venv"})
 SYMBOLIC_LINK, HARD_LINK = "a symbolic link", "a hard link"
+PACKAGE = "cs336_basics"  # an upload of this folder itself is listed under its name
 _EOCD, _ZIP64_EOCD = b"PK\x05\x06", b"PK\x06\x06"
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -256,7 +257,7 @@ def opened(upload: Path) -> Iterator[Listing]:
     listing = Listing()
     with ExitStack() as stack:
         if upload.is_dir():
-            _walk(listing, upload, PurePosixPath(upload.name) if upload.name == "cs336_basics" else PurePosixPath(),
+            _walk(listing, upload, PurePosixPath(upload.name) if upload.name == PACKAGE else PurePosixPath(),
                   stack)
         elif upload.is_file() and zipfile.is_zipfile(upload):
             listing.top_depth = 2
