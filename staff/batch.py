@@ -31,9 +31,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from adapters._text import shown_text
+from staff.atomic import atomic_file, write_text_atomic
 from staff.gradescope import PARTS, failure_results, validate_results, write_json_atomically
 from staff.outcomes import Outcome
-from tests.grading import PROBLEMS
+from tests.grading import PROBLEMS, TITLE_WIDTH
 
 METADATA = "submission_metadata.yml"
 RESULTS, RESULTS_GPU = "results.json", "results-gpu.json"
@@ -222,8 +223,7 @@ def write_csv(rows: list[Row], path: Path) -> None:
     header = ["student_id", "name", "email", "submission"]
     header += [f"p{n}_{part}" for n in PROBLEMS for part in parts]
     header += [*parts, "total", "max_total", "wall_s", "error"]
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_file(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         for row in rows:
@@ -233,22 +233,23 @@ def write_csv(rows: list[Row], path: Path) -> None:
                             + [f"{sum(v for k, v in row.points.items() if k[1] == part):g}" for part in parts]
                             + [f"{row.total:g}", f"{row.max_total:g}", f"{row.seconds:.1f}",
                                spreadsheet_safe(row.error)])
-    os.replace(temporary, path)
 
 
 def summarize(rows: list[Row]) -> tuple[list[str], list[tuple[str, int]]]:
     """(lines of the per-problem table, the most-failed tests with how many submissions failed each)."""
-    lines = [f"{'problem':<26}{'mean':>8}{'median':>8}{'max':>6}{'full marks':>12}", "-" * 60]
+    header = f"{'problem':<{TITLE_WIDTH}}{'mean':>8}{'median':>8}{'max':>6}{'full marks':>12}"
+    lines = [header, "-" * len(header)]
     for number, problem in PROBLEMS.items():
         earned = [sum(v for k, v in r.points.items() if k[0] == number) for r in rows]
         top = max((sum(v for k, v in r.possible.items() if k[0] == number) for r in rows), default=0.0)
         full = sum(e >= top > 0 for e in earned) / len(rows) if rows else 0.0
         mean = statistics.fmean(earned) if earned else 0.0
         median = statistics.median(earned) if earned else 0.0
-        lines.append(f"{f'{number}. {problem.title}':<26}{mean:>8.1f}{median:>8.1f}{top:>6g}{full:>11.0%}")
+        title = f"{number}. {problem.title}"
+        lines.append(f"{title:<{TITLE_WIDTH}}{mean:>8.1f}{median:>8.1f}{top:>6g}{full:>11.0%}")
     totals = [r.total for r in rows]
     if totals:
-        lines.append(f"{'total':<26}{statistics.fmean(totals):>8.1f}{statistics.median(totals):>8.1f}"
+        lines.append(f"{'total':<{TITLE_WIDTH}}{statistics.fmean(totals):>8.1f}{statistics.median(totals):>8.1f}"
                      f"{max(r.max_total for r in rows):>6g}")
     counts = Counter(f"{problem}. {name}" for r in rows for problem, name in set(r.failed))
     return lines, counts.most_common(10)
@@ -305,7 +306,7 @@ def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str]
         lines += ["", f"{len(errors)} submission(s) with an error:"] + [f"  {r.submission.key}: {r.error}"
                                                                          for r in errors[:20]]
     lines = [shown_text(line) for line in lines]  # submission names and errors are the students' text
-    (out / "summary.md").write_text("# Batch summary\n\n```text\n" + "\n".join(lines) + "\n```\n", encoding="utf-8")
+    write_text_atomic(out / "summary.md", "# Batch summary\n\n```text\n" + "\n".join(lines) + "\n```\n")
     charts = draw_charts(rows, most_failed, out / "charts") if rows else []
     return lines, [out / "grades.csv", out / "summary.md", *charts]
 

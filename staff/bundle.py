@@ -10,12 +10,11 @@ grading needs: the grader, the sandbox, the hidden suite and the list of the tes
 
 from __future__ import annotations
 
-import os
 import stat
-import tempfile
 import zipfile
 from pathlib import Path
 
+from staff.atomic import atomic_file
 from staff.autograder import DEADLINE_S, SETTINGS_FILE
 from staff.collected import COLLECTED_FILE, dumps
 from staff.markers import find_blocks
@@ -27,9 +26,9 @@ from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
 
 FILES = Path(__file__).resolve().parent / "autograder_files"
 TOP_FILES = {"setup.sh": FILES / "setup.sh", "run_autograder": FILES / "run_autograder"}
-TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/autograder.py",
-        "staff/collected.py", "staff/grade.py", "staff/gradescope.py", "staff/outcomes.py", "staff/problem_files.py",
-        "staff/submission.py", "staff/upload.py", "staff/sandbox", "staff/hidden"]
+TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/atomic.py",
+        "staff/autograder.py", "staff/collected.py", "staff/grade.py", "staff/gradescope.py", "staff/outcomes.py",
+        "staff/problem_files.py", "staff/submission.py", "staff/upload.py", "staff/sandbox", "staff/hidden"]
 SETTINGS_IN_BUNDLE = f"staff/{SETTINGS_FILE.name}"  # beside staff/autograder.py, which reads it
 EXECUTABLE = {"setup.sh", "run_autograder"}
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
@@ -117,24 +116,16 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
         raise ReleaseError("the bundle would not be safe to upload:\n  " + "\n  ".join(problems[:40]))
     generated = {COLLECTED_FILE: graded_test_list(source, hidden_visibility).encode(),
                  SETTINGS_IN_BUNDLE: grade_settings.to_json().encode()}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}-", suffix=".tmp", dir=out.parent)
-    os.close(handle)
-    try:
-        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            contents = {name: path.read_bytes() for name, path in files.items()} | generated
-            for name, data in sorted(contents.items()):
-                info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-                mode = 0o755 if name in EXECUTABLE else 0o644
-                info.external_attr = (stat.S_IFREG | mode) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                for placeholder, value in pins.items() if name in EXECUTABLE else ():
-                    data = data.replace(placeholder, value)
-                zf.writestr(info, data)
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(out, "wb") as stream, zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        contents = {name: path.read_bytes() for name, path in files.items()} | generated
+        for name, data in sorted(contents.items()):
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            mode = 0o755 if name in EXECUTABLE else 0o644
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            for placeholder, value in pins.items() if name in EXECUTABLE else ():
+                data = data.replace(placeholder, value)
+            zf.writestr(info, data)
     return (f"autograder written to {out}: {len(contents)} files, {out.stat().st_size / 1024:.0f} KiB; "
             f"setup.sh installs Python {python} with uv {uv}")
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import compileall
 import hashlib
 import importlib.metadata
-import os
 import site
 import sys
-import tempfile
 from pathlib import Path
+
+from staff.atomic import write_text_atomic
 
 STAMP = ".staff-bytecode"  # in the environment's folder (sys.prefix)
 
@@ -53,10 +53,7 @@ def ensure_compiled(prefix: Path | None = None, say=lambda text: print(text, fil
     for folder in folders:
         compileall.compile_dir(folder, quiet=2, workers=0)  # 0: one process per core
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f"{STAMP}-", dir=prefix)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(key + "\n")
-        os.replace(temporary, stamp)
+        write_text_atomic(stamp, key + "\n")
     except OSError as error:
         say(f"could not write {stamp} ({error.strerror}); the next command will check the bytecode again")
     return True

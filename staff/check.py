@@ -18,11 +18,8 @@ from pathlib import Path
 
 from staff import problem_files as files
 from staff.markers import find_blocks, handout_page
+from staff.stated import SUMMARY, Stated, Totals, all_facts, fix_texts
 from tests.grading import PROBLEMS, GradedTest
-
-# "# Problem 3: einops (19 points + 8 hidden)"; one point is "1 point".
-HEADING = re.compile(r"^# Problem (\d+): (.+) \((\d+) points? \+ (\d+) hidden\)$", re.MULTILINE)
-SUMMARY = "handout/README.md"
 
 
 @dataclass(frozen=True)
@@ -35,17 +32,6 @@ class Finding:
         return f"{self.path}: {self.message}"
 
 
-@dataclass(frozen=True)
-class Points:
-    """What the collected tests carry: public (CPU), GPU and hidden points, per problem and in all."""
-
-    tests: tuple[GradedTest, ...]
-
-    def of(self, number: int | None, *, hidden: bool, cuda: bool = False) -> float:
-        return sum(t.points for t in self.tests
-                   if (number is None or t.problem == number) and t.hidden == hidden and t.needs_cuda == cuda)
-
-
 def _read(repo: Path, relative: str) -> str | None:
     try:
         return (repo / relative).read_text(encoding="utf-8")
@@ -53,7 +39,7 @@ def _read(repo: Path, relative: str) -> str | None:
         return None
 
 
-def check_declarations(repo: Path, points: Points) -> list[Finding]:
+def check_declarations(repo: Path, points: Totals) -> list[Finding]:
     """Each declared problem has its module (naming its page), adapters, page, one public and one
     hidden test file, and a variants file; and the hidden points declared match the hidden suite."""
     found = []
@@ -95,7 +81,7 @@ def _declared_problem(tree: ast.Module) -> int | None:
     return None
 
 
-def check_test_files(repo: Path, points: Points) -> list[Finding]:
+def check_test_files(repo: Path, points: Totals) -> list[Finding]:
     """Every test module of both suites is named for a declared problem and marks itself with it."""
     found = []
     for path in files.all_test_files(repo):
@@ -116,29 +102,7 @@ def check_test_files(repo: Path, points: Points) -> list[Finding]:
     return found
 
 
-def check_headings(repo: Path, points: Points) -> list[Finding]:
-    """Each page's heading states its problem's title, public points and hidden points."""
-    found = []
-    for number, problem in PROBLEMS.items():
-        text = _read(repo, problem.handout)
-        if text is None:
-            continue  # check_declarations names it
-        public, hidden = points.of(number, hidden=False), points.of(number, hidden=True)
-        expected = f"# Problem {number}: {problem.title} ({public:g} point{'s' * (public != 1)} + {hidden:g} hidden)"
-        match = HEADING.search(text)
-        stated = match and (int(match.group(1)), match.group(2), int(match.group(3)), int(match.group(4)))
-        if stated != (number, problem.title, public, hidden):
-            found.append(Finding(problem.handout, f"its heading must read '{expected}' (the tests carry these "
-                                 f"points){'' if match else '; there is no such heading'}", number))
-        # The GPU points' sentence restates the heading's public points ("not part of the 22 in this ...").
-        for restated in re.findall(r"part of the (\d+) in this\s+problem's heading", text):
-            if int(restated) != public:
-                found.append(Finding(problem.handout, f"says 'part of the {restated} in this problem's heading'; the "
-                                     f"heading's public points are {public:g}", number))
-    return found
-
-
-def check_test_tables(repo: Path, points: Points) -> list[Finding]:
+def check_test_tables(repo: Path, points: Totals) -> list[Finding]:
     """Each page's Tests table lists exactly its public tests, each with the section the test cites,
     and the page names no hidden test."""
     found = []
@@ -167,7 +131,7 @@ def check_test_tables(repo: Path, points: Points) -> list[Finding]:
     return found
 
 
-def check_sections(repo: Path, points: Points) -> list[Finding]:
+def check_sections(repo: Path, points: Totals) -> list[Finding]:
     """Every section (`§N.k`) cited anywhere a student or a failure message sends someone (the tests, the
     package and its stubs, the adapters, the handout itself) exists: a `## N.k` heading on Problem N's page."""
     headings = {number: set(re.findall(r"^## (\d+\.\d+) ", _read(repo, problem.handout) or "", re.MULTILINE))
@@ -186,49 +150,35 @@ def check_sections(repo: Path, points: Points) -> list[Finding]:
     return found
 
 
-def stated_totals(points: Points) -> list[tuple[str, str, str, float]]:
-    """Every total the summary and the README state: (file, what, a pattern whose group 1 is the number
-    stated, the number the tests give)."""
-    public, gpu, hidden = points.of(None, hidden=False), points.of(None, hidden=False, cuda=True), \
-        points.of(None, hidden=True)
-    return [
-        (SUMMARY, "the Total row's public points", r"^\| \*\*Total\*\* \| \*\*(\d+)\*\*", public),
-        (SUMMARY, "the Total row's GPU points", r"^\| \*\*Total\*\* \| \*\*\d+\*\* \(\+ (\d+) on GPU\)", gpu),
-        (SUMMARY, "the Total row's hidden points", r"^\| \*\*Total\*\* \|[^|]*\| \*\*(\d+)\*\* \|", hidden),
-        (SUMMARY, "the public part in the prose", r"shows the public part: (\d+) points", public),
-        (SUMMARY, "the hidden points in the prose", r"how many points the hidden tests add \((\d+)\)", hidden),
-        (SUMMARY, "the grade's total in the prose", r"Your grade is out of (\d+)", public + hidden),
-        (SUMMARY, "the GPU points in the prose", r"The (\d+) GPU-only points", gpu),
-        ("README.md", "the total points to set on Gradescope", r"^\| total points \| (\d+) ", public + hidden),
-        ("README.md", "the public points to set on Gradescope", r"^\| total points \| \d+ \((\d+) public", public),
-        ("README.md", "the hidden points to set on Gradescope",
-         r"^\| total points \| \d+ \(\d+ public \+ (\d+) hidden", hidden),
-    ]
-
-
-def check_totals(repo: Path, points: Points) -> list[Finding]:
-    """The summary's rows and Total row, and every total its prose and the staff README state."""
-    summary = _read(repo, SUMMARY)
-    if summary is None:
-        return [Finding(SUMMARY, "missing")]
+def check_stated(repo: Path, points: Totals) -> list[Finding]:
+    """Every fact the tree restates (staff/stated.py: headings, points sentences, Tests-table points and
+    Totals, the hidden tests' paragraphs, the summary's rows and totals, PROBLEMS' hidden points, the
+    README's Gradescope totals) reads what the tests and PROBLEMS give. `staff check --fix` rewrites them."""
     found = []
-    for number, problem in PROBLEMS.items():
-        cpu, gpu = points.of(number, hidden=False), points.of(number, hidden=False, cuda=True)
-        extra = rf" \(\+ {gpu:g} on GPU\)" if gpu else ""
-        row = rf"^\| {number}\. {re.escape(problem.title)} \| {cpu:g}{extra} \| {problem.hidden_points:g} \|"
-        if not re.search(row, summary, re.MULTILINE):
-            found.append(Finding(SUMMARY, f"no row '| {number}. {problem.title} | {cpu:g}"
-                                 f"{f' (+ {gpu:g} on GPU)' if gpu else ''} | {problem.hidden_points:g} | ...'", number))
-    for path, what, pattern, expected in stated_totals(points):
-        text = summary if path == SUMMARY else _read(repo, path) or ""
-        numbers = [float(n) for n in re.findall(pattern, text, re.MULTILINE)]
-        if numbers != [expected]:
-            found.append(Finding(path, f"{what} must be {expected:g} (the tests carry it); it says "
-                                 f"{', '.join(f'{n:g}' for n in numbers) or 'nothing where expected'}"))
+    for fact in all_facts(repo, points.tests):
+        text = _read(repo, fact.path)
+        if text is None:
+            continue  # check_declarations names a missing page; the summary and README are always there
+        if not fact.holds(text):
+            found.append(Finding(fact.path, fact.problem_with(text), fact.problem))
     return found
 
 
-def check_solution_not_quoted(repo: Path, points: Points) -> list[Finding]:
+def fix_stated(repo: Path, tests: list[GradedTest]) -> tuple[list[str], list[Stated]]:
+    """Rewrite every stale restated fact in place. Returns the files rewritten and the facts that could
+    not be placed (stated nowhere, or more than once), which a person fixes by hand."""
+    from staff.atomic import write_text_atomic
+
+    facts = all_facts(repo, tests)
+    texts = {path: text for path in sorted({f.path for f in facts}) if (text := _read(repo, path)) is not None}
+    fixed, unplaced = fix_texts(texts, facts)
+    changed = [path for path in texts if fixed[path] != texts[path]]
+    for path in changed:
+        write_text_atomic(repo / path, fixed[path])
+    return changed, unplaced
+
+
+def check_solution_not_quoted(repo: Path, points: Totals) -> list[Finding]:
     """No handout page quotes a line of a solution body (longer than 25 characters)."""
     solution_lines = set()
     for module in sorted((repo / "cs336_basics").glob("*.py")):
@@ -243,7 +193,7 @@ def check_solution_not_quoted(repo: Path, points: Points) -> list[Finding]:
     return found
 
 
-def check_version(repo: Path, points: Points) -> list[Finding]:
+def check_version(repo: Path, points: Totals) -> list[Finding]:
     """pyproject.toml's version heads the CHANGELOG and the handout."""
     version = tomllib.loads(_read(repo, "pyproject.toml") or "")["project"]["version"]
     found = []
@@ -256,7 +206,7 @@ def check_version(repo: Path, points: Points) -> list[Finding]:
     return found
 
 
-def check_figures(repo: Path, points: Points) -> list[Finding]:
+def check_figures(repo: Path, points: Totals) -> list[Finding]:
     """The handout's figures are what staff/figures.py draws now."""
     from staff.figures import FIGURES_DIR, stale_figures
 
@@ -264,7 +214,7 @@ def check_figures(repo: Path, points: Points) -> list[Finding]:
             for name in stale_figures(repo)]
 
 
-def check_stub_sections(repo: Path, points: Points) -> list[Finding]:
+def check_stub_sections(repo: Path, points: Totals) -> list[Finding]:
     """Every solution block has a handout section for its stub to send the student to."""
     from staff.sections import SectionError, SectionIndex
 
@@ -279,24 +229,36 @@ def check_stub_sections(repo: Path, points: Points) -> list[Finding]:
     return found
 
 
-CHECKS: dict[str, Callable[[Path, Points], list[Finding]]] = {
+def check_equivalent_mutants(repo: Path, points: Totals) -> list[Finding]:
+    """Every mutant staff/validate/equivalent.toml excuses is still a mutant of the reference (keys name
+    what a mutant changes; one whose line was edited no longer matches and must be judged again)."""
+    from staff.validate.mutants import EQUIVALENT, stale_equivalents
+
+    if repo.resolve() != EQUIVALENT.parents[2]:
+        return []  # the mutants are those of this tree's reference; a copy elsewhere is checked where it lives
+    return [Finding("staff/validate/equivalent.toml", f"lists `{key}`, which matches no mutant of the reference now "
+                    "(its line was edited): run `staff validate --mutants` and judge the survivors again")
+            for key in stale_equivalents()]
+
+
+CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "declarations": check_declarations,
     "test files": check_test_files,
-    "headings": check_headings,
     "tests tables": check_test_tables,
     "sections cited": check_sections,
-    "totals": check_totals,
+    "stated facts": check_stated,
     "no solution quoted": check_solution_not_quoted,
     "stub sections": check_stub_sections,
     "version": check_version,
     "figures": check_figures,
+    "equivalent mutants": check_equivalent_mutants,
 }
 
 
 def run_checks(repo: Path, tests: list[GradedTest]) -> dict[str, list[Finding]]:
     """Every check's findings, by check name. A check that cannot read what it checks (a file that
     does not parse, a missing key) is itself a finding, so one broken file never hides the rest."""
-    points, results = Points(tuple(tests)), {}
+    points, results = Totals(tuple(tests)), {}
     for name, check in CHECKS.items():
         try:
             results[name] = check(repo, points)

@@ -344,7 +344,7 @@ def _add_validate(commands) -> None:
 def _check(args: argparse.Namespace) -> int:
     import time
 
-    from staff.check import CHECKS, report, run_checks
+    from staff.check import CHECKS, fix_stated, report, run_checks
     from staff.grade import REPO_ROOT, collect_only
 
     started = time.monotonic()
@@ -353,7 +353,18 @@ def _check(args: argparse.Namespace) -> int:
     except RuntimeError as error:
         print(f"staff check: collecting the public and hidden suites failed, so their points cannot be checked; "
               f"the other checks follow.\n{error}\n", file=sys.stderr)
+        if args.fix:
+            print("staff check --fix: nothing was rewritten (the points come from the collected tests)",
+                  file=sys.stderr)
         tests = []
+    if args.fix and tests:
+        changed, unplaced = fix_stated(REPO_ROOT, tests)
+        for path in changed:
+            print(f"rewrote {path}")
+        for fact in unplaced:
+            print(f"could not place {fact.what} in {fact.path}: write it by hand as '{fact.expected}'",
+                  file=sys.stderr)
+        print(f"staff check --fix: {len(changed)} file(s) rewritten; checking the result\n")
     results = run_checks(REPO_ROOT, tests)
     print("\n".join(report(results)))
     failed = sum(map(len, results.values())) + (not tests)
@@ -373,6 +384,10 @@ def _add_check(commands) -> None:
         "quoted in the handout; the version in pyproject.toml, the handout and the CHANGELOG; the figures. Prints one "
         "line per problem and every finding with the file to fix; exits 1 if there is any.",
     )
+    check.add_argument("--fix", action="store_true",
+                       help="first rewrite every restated fact that disagrees (headings, points sentences, Tests-table "
+                       "points and totals, hidden-test paragraphs, the summary's rows and totals, PROBLEMS' hidden "
+                       "points, the README's Gradescope totals) from the tests' points, then check")
     check.set_defaults(run=_check)
 
 

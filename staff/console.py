@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from staff.gradescope import PARTS, part
-from tests.grading import PROBLEMS, GradedTest
+from tests.grading import PROBLEMS, TITLE_WIDTH, GradedTest
 
 _WIDTH = 12  # of each points column
 
@@ -17,12 +17,13 @@ def points_table(tests: list[GradedTest]) -> list[str]:
     """Lines of a table: one per problem with tests, its points earned / possible in each part the
     grade has (a column per part, "-" where the problem has no test of it) and in all; then a total line."""
     parts = [name for name in PARTS if any(part(t) == name for t in tests)]
-    lines = [f"{'problem':<26}" + "".join(f"{name:>{_WIDTH}}" for name in [*parts, "total"])]
+    lines = [f"{'problem':<{TITLE_WIDTH}}" + "".join(f"{name:>{_WIDTH}}" for name in [*parts, "total"])]
     for number, problem in PROBLEMS.items():
         group = [t for t in tests if t.problem == number]
         if group:
             cells = [_points([t for t in group if part(t) == name]) for name in parts] + [_points(group)]
-            lines.append(f"{f'{number}. {problem.title}':<26}" + "".join(f"{cell:>{_WIDTH}}" for cell in cells))
+            title = f"{number}. {problem.title}"
+            lines.append(f"{title:<{TITLE_WIDTH}}" + "".join(f"{cell:>{_WIDTH}}" for cell in cells))
     cells = [_points([t for t in tests if part(t) == name]) for name in parts] + [_points(tests)]
-    lines.append(f"{'total':<26}" + "".join(f"{cell:>{_WIDTH}}" for cell in cells))
+    lines.append(f"{'total':<{TITLE_WIDTH}}" + "".join(f"{cell:>{_WIDTH}}" for cell in cells))
     return lines

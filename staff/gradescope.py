@@ -18,11 +18,10 @@ extra_data is the staff's, as fields (the gradebook reads these, never the prose
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
+from staff.atomic import atomic_file
 from staff.grade import Grade
 from staff.outcomes import Outcome
 from tests.grading import PASSED, SKIPPED, VISIBILITIES, GradedTest
@@ -93,20 +92,9 @@ def failure_results(message: str, seconds: float = 0.0, outcome: Outcome = Outco
 
 
 def write_json_atomically(document: dict, out: Path) -> None:
-    """Write `document` to `out` via a temporary file in the same folder, flushed to disk, and a
-    rename: a reader sees the old file or the whole new one, never half of it."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}-", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(document, stream, indent=2)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write `document` to `out` as JSON: a reader sees the old file or the whole new one (staff/atomic.py)."""
+    with atomic_file(out, "w", encoding="utf-8") as stream:
+        json.dump(document, stream, indent=2)
 
 
 def write_results(grade: Grade, out: Path) -> None:

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from staff import problem_files as files
-from staff.check import SUMMARY, Points, stated_totals
+from staff.stated import REGISTRY, SUMMARY, Totals, fix_texts, summary_facts
 from tests.grading import PROBLEMS, GradedTest
 
 TODO = "TODO(new-problem)"
-REGISTRY = "tests/grading.py"
 _ENTRY = re.compile(r"^    (\d+): Problem\(.*\),\n", re.MULTILINE)
 
 
@@ -166,6 +165,12 @@ def test_hidden_{p.module}_todo():
 | Test | Section | Points |
 |---|---|---:|
 | `test_{p.module}_todo` | {section} | 1 |
+| **Total** | | **1** |
+
+### Hidden tests
+
+When the staff grade, hidden tests add **1 point** to this problem. {TODO}: what they hold the functions to
+beyond the public tests (more inputs, the edges), without naming a hidden test.
 """,
         p.path(files.variants_file): _variants_text(p),
     }
@@ -197,11 +202,10 @@ def edited_files(p: NewProblem, repo: Path, tests: list[GradedTest]) -> dict[str
     texts = {REGISTRY: registry, SUMMARY: summary, "README.md": (repo / "README.md").read_text(encoding="utf-8")}
     scaffolded = [GradedTest(nodeid=f"{hidden}::new", name="new", number=f"{p.number}.1", problem=p.number, points=1,
                              needs_cuda=False, hidden=hidden) for hidden in (False, True)]
-    for path, what, pattern, expected in stated_totals(Points(tuple(tests) + tuple(scaffolded))):
-        match = re.search(pattern, texts[path], re.MULTILINE)
-        if match is None:
-            raise ScaffoldError(f"{path}: cannot find {what} to update (`staff check` says what it expects)")
-        texts[path] = texts[path][:match.start(1)] + f"{expected:g}" + texts[path][match.end(1):]
+    texts, unplaced = fix_texts(texts, summary_facts(Totals(tuple(tests) + tuple(scaffolded))))
+    if unplaced:
+        raise ScaffoldError(f"{unplaced[0].path}: cannot find {unplaced[0].what} to update (`staff check` says what "
+                            f"it expects)")
     return texts
 
 

@@ -11,9 +11,9 @@ import zipfile
 from pathlib import Path
 
 from staff.markers import stub_source
+from tests.grading import PACKAGE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = "cs336_basics"
 
 
 def reference(dest: Path) -> Path:

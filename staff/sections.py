@@ -25,8 +25,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from staff.markers import SolutionBlock, handout_page
+from tests.grading import PACKAGE
 
-PACKAGE = "cs336_basics"
 _SECTION_HEADING = re.compile(r"^## (\d+\.\d+) ", re.MULTILINE)
 _CITED = re.compile(r"§(\d+\.\d+)")
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from tests.grading import PACKAGE
+
 MAX_TOTAL_BYTES = 50 * 2**20  # what one grade takes in, and the largest zip inside a zip that is opened
 MAX_FILES = 2000  # files of the package graded
 MAX_ENTRIES = 10 * MAX_FILES  # entries of a whole upload (its folders' and zips' together) that are looked at
@@ -40,7 +42,6 @@ MAX_ZIPS = 16  # zips opened in one upload (each holds a file open; the rest are
 # resource forks. Any folder whose name starts with "." is skipped too (.git, .venv, .ipynb_checkpoints).
 IGNORED_FOLDERS = frozenset({"__pycache__", "__MACOSX", "node_modules", "site-packages", "dist-packages", "venv"})
 SYMBOLIC_LINK, HARD_LINK = "a symbolic link", "a hard link"
-PACKAGE = "cs336_basics"  # an upload of this folder itself is listed under its name
 _EOCD, _ZIP64_EOCD = b"PK\x05\x06", b"PK\x06\x06"
 _DRIVE = re.compile(r"^[A-Za-z]:")
 

@@ -28,6 +28,8 @@ from typing import NamedTuple
 
 import pytest
 
+PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it
+
 
 class Problem(NamedTuple):
     title: str
@@ -49,6 +51,9 @@ PROBLEMS: dict[int, Problem] = {
     10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 10, "checkpoint"),
     11: Problem("Train it", "handout/11_train.md", 7, "train"),
 }
+# The first column of every points table (this plugin's, `staff grade`'s, a batch's summary): wide
+# enough for the longest "N. Title", so a long title added next term keeps the columns aligned.
+TITLE_WIDTH = max(26, *(len(f"{n}. {p.title}") + 2 for n, p in PROBLEMS.items()))
 # A `cuda` test skipped with a reason starting so (no GPU, or one the tests have no figures for)
 # counts as 0 of 0, neither earned nor lost; any other skip is a failure.
 GPU_SKIP_PREFIX = "needs a CUDA GPU"
@@ -250,7 +255,7 @@ def format_table(tests: list[GradedTest], hidden_shown: bool = False) -> list[st
     many points the hidden tests are worth (each problem's share is on its handout page).
     """
     shown = [t for t in tests if hidden_shown or not t.hidden]
-    lines = [f"{'problem':<26}{'points':>15}   failed tests"]
+    lines = [f"{'problem':<{TITLE_WIDTH}}{'points':>15}   failed tests"]
     for number, problem in PROBLEMS.items():
         group = [t for t in shown if t.problem == number]
         if not group:
@@ -260,10 +265,10 @@ def format_table(tests: list[GradedTest], hidden_shown: bool = False) -> list[st
         note = _failed_names(failed) if failed else "none"
         if skipped:
             note += f" ({skipped} skipped: no GPU)"
-        lines.append(f"{f'{number}. {problem.title}':<26}{_points(group):>15}   {note}")
+        lines.append(f"{f'{number}. {problem.title}':<{TITLE_WIDTH}}{_points(group):>15}   {note}")
         if failed:
             lines.append(f"{'':<44}see {problem.handout}")
-    lines.append(f"{'total':<26}{_points(shown):>15}")
+    lines.append(f"{'total':<{TITLE_WIDTH}}{_points(shown):>15}")
     if not any(t.hidden for t in shown):
         hidden = sum(p.hidden_points for p in PROBLEMS.values())
         lines.append(f"(public tests only; the staff's hidden tests add {hidden} points when they grade)")

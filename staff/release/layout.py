@@ -15,8 +15,8 @@ from staff.markers import MarkerError, find_blocks, stub_source
 from staff.release.proc import ReleaseError
 from staff.release.pyproject import PyprojectError, student_pyproject
 from staff.sections import SectionError, SectionIndex
+from tests.grading import PACKAGE
 
-PACKAGE = "cs336_basics"
 SHIPPED_FOLDERS = (PACKAGE, "adapters", "tests", "handout")
 STUDENT_README = "STUDENT_README.md"  # becomes the release's README.md
 SHIPPED_FILES = {"README.md": STUDENT_README, "pyproject.toml": "pyproject.toml", "uv.lock": "uv.lock",

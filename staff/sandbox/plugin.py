@@ -23,8 +23,7 @@ from staff.sandbox.client import Limits, Worker, WorkerConfig, become_subreaper
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.quota import DiskQuota
 from staff.sandbox.route import WorkerRoute
-
-PACKAGE = "cs336_basics"
+from tests.grading import PACKAGE
 
 
 class RefuseImport(importlib.abc.MetaPathFinder):

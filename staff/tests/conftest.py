@@ -26,6 +26,21 @@ from staff.redteam.planted import planted_sources
 from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
 
+# The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
+# end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
+# module or function says `pytest.mark.slow` itself (the red team, the container, a release run).
+SLOW_FIXTURES = frozenset({"graded", "autograder_root"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: grades submissions end to end; deselect with -m \"not slow\"")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def compiled_environment() -> None:

@@ -21,7 +21,7 @@ from staff import samples
 from staff.batch import RESULTS, find_submissions
 from staff.tests.processes import running_commands
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_gradescope_export_layout_names_each_submitter(tmp_path):

@@ -24,7 +24,7 @@ from staff.release.proc import ReleaseError
 from staff.tests import upload_shapes
 from tests.grading import HIDDEN_VISIBILITY
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 def place_upload(root: Path, upload) -> dict[str, str]:

@@ -34,7 +34,7 @@ from staff.tests import upload_shapes
 from staff.tests.processes import running_commands
 from staff.tests.test_bundle import place_upload
 
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 SETTING = memory.RECOMMENDED_MEMORY_BYTES  # what the README tells a TA to set
 BELOW = 768 << 20  # Gradescope's default, under the grader's measured need
 KILLED_AT = 896 << 20  # below the need: measured, the kernel kills the test process mid-grade

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from staff.check import CHECKS, Points, report, run_checks
+from staff.check import CHECKS, fix_stated, report, run_checks
 from staff.cli import main
 from staff.grade import REPO_ROOT, collect_only
+from staff.stated import Totals
 from tests.grading import PROBLEMS
 
 PARTS = ("cs336_basics", "adapters", "tests", "handout", "staff/hidden", "staff/validate/variants", "README.md",
@@ -35,7 +36,7 @@ def tree(tmp_path) -> Path:
 
 @pytest.mark.parametrize("name", list(CHECKS))
 def test_the_tree_passes_every_check(tests, name):
-    assert [str(f) for f in CHECKS[name](REPO_ROOT, Points(tuple(tests)))] == []
+    assert [str(f) for f in CHECKS[name](REPO_ROOT, Totals(tuple(tests)))] == []
 
 
 def findings(tree: Path, tests) -> list[str]:
@@ -54,11 +55,11 @@ def test_an_undamaged_copy_passes(tree, tests):
 
 def test_a_handout_total_that_disagrees_is_named(tree, tests):
     # Mistake this catches: a total changed by hand (or left stale after a test was added) in the prose.
-    public = Points(tuple(tests)).of(None, hidden=False)
+    public = Totals(tuple(tests)).of(None, hidden=False)
     edit(tree / "handout" / "README.md", f"shows the public part: {public:g} points",
          f"shows the public part: {public + 1:g} points")
-    assert findings(tree, tests) == [f"handout/README.md: the public part in the prose must be {public:g} (the tests "
-                                     f"carry it); it says {public + 1:g}"]
+    assert findings(tree, tests) == [f"handout/README.md: the public part in the prose must read '{public:g}' (derived "
+                                     f"from the tests and PROBLEMS); it says '{public + 1:g}'"]
 
 
 def test_a_test_file_without_its_problem_is_named(tree, tests):
@@ -82,8 +83,8 @@ def test_a_heading_of_one_point_is_singular(tree, tests):
     one_point = [t for t in tests if t.problem != 6 or t.hidden] + [dataclasses.replace(first, points=1.0)]
     page = tree / "handout" / "06_init.md"
     heading = next(line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("# Problem 6"))
-    edit(page, heading, f"# Problem 6: Initialization (1 point + {Points(tuple(tests)).of(6, hidden=True):g} hidden)")
-    assert not [f for f in findings(tree, one_point) if f.startswith("handout/06_init.md: its heading")]
+    edit(page, heading, f"# Problem 6: Initialization (1 point + {Totals(tuple(tests)).of(6, hidden=True):g} hidden)")
+    assert not [f for f in findings(tree, one_point) if f.startswith("handout/06_init.md: the heading")]
 
 
 def test_a_cited_section_that_does_not_exist_is_named(tree, tests):
@@ -108,7 +109,48 @@ def test_the_gpu_points_sentence_agrees_with_the_heading(tree, tests):
     # page said so after a test was added): a restated total the heading check did not read.
     edit(tree / "handout" / "04_flops.md", "part of the 22 in this", "part of the 21 in this")
     assert [f for f in findings(tree, tests) if "04_flops" in f] == [
-        "handout/04_flops.md: says 'part of the 21 in this problem's heading'; the heading's public points are 22"]
+        "handout/04_flops.md: the GPU points' sentence must read '22' (derived from the tests and PROBLEMS); it says "
+        "'21'"]
+
+
+def test_one_tests_new_points_name_every_stale_place(tree, tests):
+    # Mistake this catches: a restated fact the check does not read (a Tests-table row, the table's Total,
+    # the page's points sentence, the GPU rows' "not in the N"), left stale when a test's points change.
+    changed = next(t for t in tests if t.name == "test_adagrad_follows_the_update_rule")
+    more = [dataclasses.replace(t, points=t.points + 1) if t is changed else t for t in tests]
+    said = [f.split(": ", 1)[1].split(" must read")[0] for f in findings(tree, more)]
+    assert sorted(said) == sorted([
+        "Problem 8's row", "the heading", "the public tests' points sentence", "the GPU points' sentence",
+        "the Tests table's Total", "the Tests table's points for `test_adagrad_follows_the_update_rule`",
+        "the Tests table's points for `test_adagrad_on_gpu_agrees_with_the_cpu_run`",
+        "the Tests table's points for `test_training_step_memory_matches_the_gpus_peak`",
+        "the Total row's public points", "the public part in the prose", "the grade's total in the prose",
+        "the total points to set on Gradescope", "the public points to set on Gradescope"])
+
+
+def test_fix_rewrites_every_stale_fact_and_nothing_else(tree, tests):
+    # Mistakes this catches: a fixer that rewrites the whole line or the wrong number (the prose around a
+    # fact must stay as written), or one that leaves a fact it was told about.
+    edit(tree / "handout" / "04_flops.md", "part of the 22 in this", "part of the 21 in this")
+    edit(tree / "handout" / "08_adagrad.md", "| `test_adagrad_default_lr_is_0_01` | §8.1 | 1 |",
+         "| `test_adagrad_default_lr_is_0_01` | §8.1 | 7 |")
+    edit(tree / "handout" / "README.md", "| 3. einops | 19 | 8 |", "| 3. einops | 18 | 9 |")
+    edit(tree / "README.md", "| total points | 294 (192 public", "| total points | 290 (191 public")
+    changed, unplaced = fix_stated(tree, tests)
+    assert sorted(changed) == ["README.md", "handout/04_flops.md", "handout/08_adagrad.md", "handout/README.md"]
+    assert unplaced == [] and findings(tree, tests) == []
+    for path in changed:
+        assert (tree / path).read_text() == (REPO_ROOT / path).read_text(), path
+
+
+def test_a_fact_stated_nowhere_is_named_and_left_to_a_person(tree, tests):
+    # Mistake this catches: a page without its hidden-tests paragraph (the scaffold's page lacked it) passing.
+    page = tree / "handout" / "05_backward.md"
+    edit(page, "hidden tests add **6 points** to this problem", "hidden tests add more to this problem")
+    assert "handout/05_backward.md: the hidden tests' paragraph must read '6 points' (derived from the tests and " \
+        "PROBLEMS); it says nothing where expected" in findings(tree, tests)
+    changed, unplaced = fix_stated(tree, tests)
+    assert changed == [] and [f.what for f in unplaced] == ["the hidden tests' paragraph"]
 
 
 def test_a_file_that_does_not_parse_is_a_finding_not_a_crash(tree, tests):

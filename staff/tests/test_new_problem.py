@@ -13,6 +13,11 @@ import pytest
 
 from staff.grade import REPO_ROOT, collect_only
 from staff.new_problem import TODO, NewProblem, ScaffoldError, scaffold, validate
+from tests.grading import PROBLEMS
+
+# The scaffold's trial problem: the next free number, whatever problems exist (a term adds its own).
+NEXT = max(PROBLEMS) + 1
+NN = f"{NEXT:02d}"
 
 
 def copied_tree(root: Path) -> Path:
@@ -44,32 +49,32 @@ def test_a_scaffold_passes_staff_check_and_fails_its_own_tests(tmp_path):
     # Mistakes this catches: a scaffold that `staff check` refuses (a total not moved, a summary row missing),
     # and one whose tests pass before anything is written (a test that cannot fail).
     root = copied_tree(tmp_path)
-    made = staff(root, "new-problem", "12", "tokens", "Tokens per step")
+    made = staff(root, "new-problem", str(NEXT), "tokens", "Tokens per step")
     assert made.returncode == 0, made.stderr
     checked = staff(root, "check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "problem 12 (Tokens per step): ok" in checked.stdout
-    suites = ["tests/test_12_tokens.py", "staff/hidden/test_hidden_12_tokens.py"]
+    assert f"problem {NEXT} (Tokens per step): ok" in checked.stdout
+    suites = [f"tests/test_{NN}_tokens.py", f"staff/hidden/test_hidden_{NN}_tokens.py"]
     ran = subprocess.run([sys.executable, "-m", "pytest", *suites,
                           "-q", "-p", "no:cacheprovider"], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
                          capture_output=True, text=True, timeout=300)
     assert "2 failed" in ran.stdout, ran.stdout[-2000:]
-    todo = [p for p in ("cs336_basics/tokens.py", "adapters/tokens.py", "tests/test_12_tokens.py",
-                        "staff/hidden/test_hidden_12_tokens.py", "handout/12_tokens.md",
-                        "staff/validate/variants/p12_tokens.toml") if TODO in (root / p).read_text()]
+    todo = [p for p in ("cs336_basics/tokens.py", "adapters/tokens.py", f"tests/test_{NN}_tokens.py",
+                        f"staff/hidden/test_hidden_{NN}_tokens.py", f"handout/{NN}_tokens.md",
+                        f"staff/validate/variants/p{NN}_tokens.toml") if TODO in (root / p).read_text()]
     assert len(todo) == 6, todo
     before = fingerprint(root)  # a second scaffold of the same problem is refused and writes nothing
-    again = staff(root, "new-problem", "12", "tokens", "Tokens per step")
+    again = staff(root, "new-problem", str(NEXT), "tokens", "Tokens per step")
     assert again.returncode == 2 and "nothing was written" in again.stderr and fingerprint(root) == before
 
 
 @pytest.mark.parametrize("number, module, title, said", [
     (3, "tokens", "Tokens", "problem 3 is taken"),
-    (12, "Tokens", "Tokens", "not a lower-case Python name"),
-    (12, "class", "Tokens", "not a lower-case Python name"),
-    (12, "einops_ops", "Tokens", "already belongs to another problem"),
-    (12, "tokens", "a | b", "must be non-empty text"),
-    (12, "tokens", " ", "must be non-empty text"),
+    (NEXT, "Tokens", "Tokens", "not a lower-case Python name"),
+    (NEXT, "class", "Tokens", "not a lower-case Python name"),
+    (NEXT, "einops_ops", "Tokens", "already belongs to another problem"),
+    (NEXT, "tokens", "a | b", "must be non-empty text"),
+    (NEXT, "tokens", " ", "must be non-empty text"),
 ])
 def test_arguments_the_scaffold_cannot_take_are_refused(number, module, title, said):
     with pytest.raises(ScaffoldError, match=said):
@@ -90,6 +95,6 @@ def test_a_failed_write_puts_back_what_was_there(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Path, "write_text", failing_write)
     with pytest.raises(OSError):
-        scaffold(NewProblem(12, "tokens", "Tokens per step"), root, tests)
+        scaffold(NewProblem(NEXT, "tokens", "Tokens per step"), root, tests)
     monkeypatch.undo()
     assert fingerprint(root) == before

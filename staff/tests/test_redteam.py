@@ -21,7 +21,7 @@ from staff.sandbox.uids import worker_uids
 from staff.tests.conftest import BATCH_TIMEOUT_S
 from staff.tests.processes import running_commands
 
-pytestmark = pytest.mark.timeout(BATCH_TIMEOUT_S)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BATCH_TIMEOUT_S)]
 HIDDEN = Path(__file__).resolve().parent.parent / "hidden"
 MAX_RESULTS_BYTES = 1 << 20
 # What must reach no screen or file from a submission: C0 but tab and newline, DEL, C1, bidi controls.

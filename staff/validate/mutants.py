@@ -12,6 +12,7 @@ wrote) and counts as killed when a test fails. Survivors must be killed by a new
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -50,10 +51,17 @@ class Mutant:
     operator: str
     original: str  # the source text replaced
     replacement: str
+    function: str = ""  # the enclosing function's qualified name ("" at module level)
+    line_text: str = ""  # the stripped text of the mutant's first line
+    ordinal: int = 1  # the n-th mutant with the same function, line text and change
 
     @property
     def key(self) -> str:
-        return f"{self.module}:{self.line}:{self.column}: {self.original} -> {self.replacement}"
+        """What the mutant changes, not where: an edit elsewhere in the module keeps the key (equivalent.toml
+        lists mutants by it), an edit of the line itself makes it stale, which `staff check` reports."""
+        place = f"{self.module}.{self.function}" if self.function else self.module
+        return (f"{place}: `{self.line_text}`: {self.original} -> {self.replacement}"
+                + (f" (#{self.ordinal})" if self.ordinal > 1 else ""))
 
 
 def _changes(node: ast.AST) -> Iterator[tuple[str, ast.AST | None]]:
@@ -80,24 +88,52 @@ def _changes(node: ast.AST) -> Iterator[tuple[str, ast.AST | None]]:
 def mutants_of(problem: int) -> list[Mutant]:
     """Every mutant of the problem's solution bodies."""
     module = PROBLEMS[problem].module
-    text = (samples.REPO_ROOT / "cs336_basics" / f"{module}.py").read_text(encoding="utf-8")
+    return mutants_in((samples.REPO_ROOT / "cs336_basics" / f"{module}.py").read_text(encoding="utf-8"), problem, module)
+
+
+def mutants_in(text: str, problem: int, module: str) -> list[Mutant]:
+    """Every mutant of the solution bodies of `text`, the source of `module`."""
     inside = set()
     for block in find_blocks(text):
         inside |= set(range(block.begin + 2, block.end + 1))  # 1-based lines strictly between the markers
+    lines = text.splitlines()
     found = []
-    for node in ast.walk(ast.parse(text)):
+    for node, function in _nodes_in_functions(ast.parse(text)):
         if not hasattr(node, "lineno") or node.lineno not in inside or node.end_lineno not in inside:
             continue
         original = ast.get_source_segment(text, node)
         if original is None:
             continue
         where = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        context = {"function": function, "line_text": lines[node.lineno - 1].strip()}
         for operator, replacement in _changes(node):
-            found.append(Mutant(problem, module, *where, operator, original, ast.unparse(replacement)))
+            found.append(Mutant(problem, module, *where, operator, original, ast.unparse(replacement), **context))
         is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         if isinstance(node, ast.Assign | ast.AugAssign | ast.Expr) and not is_docstring:
-            found.append(Mutant(problem, module, *where, "delete statement", original, "pass"))
-    return sorted(set(found), key=lambda m: (m.line, m.column, m.operator, m.replacement))
+            found.append(Mutant(problem, module, *where, "delete statement", original, "pass", **context))
+    ordered, seen = sorted(set(found), key=lambda m: (m.line, m.column, m.operator, m.replacement)), {}
+    for index, mutant in enumerate(ordered):
+        same = (mutant.function, mutant.line_text, mutant.original, mutant.replacement)
+        seen[same] = seen.get(same, 0) + 1
+        ordered[index] = dataclasses.replace(mutant, ordinal=seen[same])
+    return ordered
+
+
+def _nodes_in_functions(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
+    """Every node of `tree` with the qualified name of the function (or class) it is inside."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, scope = stack.pop()
+        yield node, scope
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            scope = f"{scope}.{node.name}" if scope else node.name
+        stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+
+
+def stale_equivalents() -> list[str]:
+    """Keys in equivalent.toml that name no mutant of the reference as it is now (its line was edited)."""
+    current = {m.key for number in PROBLEMS for m in mutants_of(number)}
+    return sorted(key for key in equivalents() if key not in current)
 
 
 def mutated_source(mutant: Mutant) -> str:
