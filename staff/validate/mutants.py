@@ -88,7 +88,8 @@ def _changes(node: ast.AST) -> Iterator[tuple[str, ast.AST | None]]:
 def mutants_of(problem: int) -> list[Mutant]:
     """Every mutant of the problem's solution bodies."""
     module = PROBLEMS[problem].module
-    return mutants_in((samples.REPO_ROOT / "cs336_basics" / f"{module}.py").read_text(encoding="utf-8"), problem, module)
+    source = (samples.REPO_ROOT / "cs336_basics" / f"{module}.py").read_text(encoding="utf-8")
+    return mutants_in(source, problem, module)
 
 
 def mutants_in(text: str, problem: int, module: str) -> list[Mutant]:
