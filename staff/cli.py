@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -349,7 +350,7 @@ def _check(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     try:
-        tests = collect_only(REPO_ROOT, hidden=True)
+        tests = collect_only(REPO_ROOT, hidden=True, complete=True)
     except RuntimeError as error:
         print(f"staff check: collecting the public and hidden suites failed, so their points cannot be checked; "
               f"the other checks follow.\n{error}\n", file=sys.stderr)
@@ -365,6 +366,8 @@ def _check(args: argparse.Namespace) -> int:
             print(f"could not place {fact.what} in {fact.path}: write it by hand as '{fact.expected}'",
                   file=sys.stderr)
         print(f"staff check --fix: {len(changed)} file(s) rewritten; checking the result\n")
+        if changed:  # PROBLEMS itself may have been rewritten: check in a fresh process, which reads it anew
+            return subprocess.run([sys.executable, "-m", "staff.cli", "check"], cwd=REPO_ROOT).returncode
     results = run_checks(REPO_ROOT, tests)
     print("\n".join(report(results)))
     failed = sum(map(len, results.values())) + (not tests)
@@ -397,7 +400,7 @@ def _new_problem(args: argparse.Namespace) -> int:
 
     problem = NewProblem(args.number, args.module, args.title)
     try:
-        written = scaffold(problem, REPO_ROOT, collect_only(REPO_ROOT, hidden=True))
+        written = scaffold(problem, REPO_ROOT, collect_only(REPO_ROOT, hidden=True, complete=True))
     except (ScaffoldError, RuntimeError) as error:
         print(f"staff new-problem: {error}; nothing was written", file=sys.stderr)
         return 2

@@ -293,9 +293,13 @@ def _selection(hidden: bool, problems: set[int] | None, gpu: bool | None) -> lis
 
 
 def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | None = None,
-                 gpu: bool | None = None, hidden_visibility: str = HIDDEN_VISIBILITY) -> list[GradedTest]:
+                 gpu: bool | None = None, hidden_visibility: str = HIDDEN_VISIBILITY,
+                 complete: bool = False) -> list[GradedTest]:
     """The graded tests of the suites in `workspace`, without running any (collection never imports
-    student code): every test (`gpu` None), or those a GPU (True) or CPU (False) grade runs."""
+    student code): every test (`gpu` None), or those a GPU (True) or CPU (False) grade runs. With
+    `complete`, a collection that failed part-way (a test file that does not import, a problem marker
+    not in PROBLEMS) raises RuntimeError instead of returning what was collected: `staff check --fix`
+    must never derive a total from half the tests."""
     with scratch_folder("staff-collect-") as scratch:
         report = scratch / "report.jsonl"
         done = subprocess.run([sys.executable, "-m", "pytest", *_selection(hidden, problems, gpu), "--collect-only",
@@ -304,9 +308,10 @@ def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | Non
                               cwd=workspace, env=_child_env(workspace), capture_output=True, text=True,
                               errors="replace", stdin=subprocess.DEVNULL, check=False)
         tests = read_report(report).tests
-    if not tests:
+    if not tests or (complete and done.returncode != 0):
         said = "\n".join((done.stdout + done.stderr).strip().splitlines()[-8:])
-        raise RuntimeError(f"the test suite collected nothing (pytest exit {done.returncode}):\n{said}")
+        what = "collected nothing" if not tests else "failed to collect some tests"
+        raise RuntimeError(f"the test suite {what} (pytest exit {done.returncode}):\n{said}")
     return list(tests.values())
 
 

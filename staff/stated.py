@@ -9,6 +9,7 @@ group and nothing else, so the prose around it stays as written.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -182,3 +183,43 @@ def fix_texts(texts: dict[str, str], facts: list[Stated]) -> tuple[dict[str, str
         else:
             texts[fact.path] = fixed
     return texts, unplaced
+
+
+def cited_sections(repo: Path, number: int) -> dict[str, set[str]]:
+    """Each public test function of Problem `number` -> the sections (`§N.k`) its source cites."""
+    cited = {}
+    for source_file in files.public_test_files(repo, number):
+        source = source_file.read_text(encoding="utf-8")
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef):
+                cited[node.name] = set(re.findall(r"§\d+\.\d+", ast.get_source_segment(source, node) or ""))
+    return cited
+
+
+def with_missing_rows(repo: Path, totals: Totals, number: int, text: str) -> tuple[str, list[str]]:
+    """The page `text` with a Tests-table row added for each public test it does not list and whose
+    source cites one section (a CPU test's above the Total row, a GPU test's at the table's end), and
+    the tests left for a person (no Total row, or no single section cited)."""
+    listed = set(re.findall(r"^\| `(test_\w+)`", text, re.MULTILINE))
+    public = totals.of(number, hidden=False)
+    cited = cited_sections(repo, number)
+    left = []
+    for name, (cuda, cases) in totals.rows(number).items():
+        if name in listed:
+            continue
+        total = re.search(r"^\| \*\*Total\*\* \|.*\n", text, re.MULTILINE)
+        sections = cited.get(name, set())
+        if total is None or len(sections) != 1:
+            left.append(name)
+            continue
+        section = next(iter(sections))
+        if cuda:
+            row = f"| `{name}` (`cuda`, staff GPU only) | {section} | {points_cell(cases)}, not in the {public:g} |\n"
+            end = total.end()
+            while (after := re.match(r"\| `test_.*\n", text[end:])) is not None:
+                end += after.end()
+        else:
+            row = f"| `{name}` | {section} | {points_cell(cases)} |\n"
+            end = total.start()
+        text = text[:end] + row + text[end:]
+    return text, left

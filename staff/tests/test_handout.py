@@ -168,3 +168,18 @@ def test_the_report_has_one_line_per_problem_and_names_the_file(tree, tests):
 def test_staff_check_passes_on_this_tree(capsys):
     assert main(["check"]) == 0
     assert "all passed" in capsys.readouterr().out
+
+
+def test_fix_adds_the_row_of_a_test_the_table_does_not_list(tree, tests):
+    # Mistake this catches: a new test whose row a TA must still type (name, section, points); the row is
+    # derived from the test: its name, the one section its source cites, its points.
+    page = tree / "handout" / "08_adagrad.md"
+    edit(page, "| `test_adagrad_state_is_named_g2` | §8.2 | 1 |\n", "")
+    edit(page, "| `test_adagrad_on_gpu_agrees_with_the_cpu_run` (`cuda`, staff GPU only) | §8.4 | 1, not in the 13 |\n",
+         "")
+    assert any("misses ['test_adagrad_on_gpu_agrees_with_the_cpu_run', 'test_adagrad_state_is_named_g2']" in f
+               for f in findings(tree, tests))
+    changed, unplaced = fix_stated(tree, tests)
+    assert changed == ["handout/08_adagrad.md"] and unplaced == [] and findings(tree, tests) == []
+    original = (REPO_ROOT / "handout" / "08_adagrad.md").read_text()
+    assert sorted(page.read_text().splitlines()) == sorted(original.splitlines())
