@@ -27,7 +27,7 @@ from adapters._text import shown_text
 from staff import collected
 from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
-from staff.sandbox import memory
+from staff.sandbox import memory, memory_group
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
@@ -193,6 +193,9 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         child.wait()
         with _running_lock:
             _running.discard(child)
+    left = memory_group.remove_left_by(child.pid)  # its workers' memory groups, where it was killed
+    if left:
+        print(f"the grader could not remove the workers' memory cgroups {left}", file=sys.stderr)
     report = read_report(report_path)
     log_text = shown_text(log_path.read_text(errors="replace")[-4000:])  # what the submission printed
     limit = memory.limit_bytes()

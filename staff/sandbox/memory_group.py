@@ -107,3 +107,12 @@ def remove(group: Path | None, wait_s: float = 5.0) -> bool:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)
+
+
+def remove_left_by(pid: int) -> list[Path]:
+    """Remove the groups the test process `pid` made (it ended, so their workers are gone); those that
+    would not go. A test process killed at the run's limit has no chance to remove its own."""
+    found = memory.own_cgroup("memory")
+    if found is None:
+        return []
+    return [group for group in found[0].glob(f"{PREFIX}{pid}-*") if not remove(group, wait_s=1.0)]

@@ -4,7 +4,10 @@ seccomp profile (no new namespaces or mounts), a memory cgroup and a CPU quota a
 student's repository folder, gets full marks;
 below the grader's measured need no test is counted and the staff are told; and with the
 namespaces refused, four red-team cases are still contained: killing the grader, daemons that
-outlive the grade, the network, and a memory bomb, which must cost its own tests and say so. Parts
+outlive the grade, the network, and a memory bomb, which must cost its own tests and say so. The
+out-of-memory policy: where the container is too small for the grade, at import or in a call, no test
+is counted and the staff are told; a memfd hog graded beside the reference two at a time costs the
+reference nothing. Parts
 the machine cannot impose (no root, no cgroup controller, another architecture) are skipped with
 the reason, never passed silently.
 

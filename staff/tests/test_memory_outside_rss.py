@@ -136,3 +136,18 @@ def test_a_grade_that_ended_not_graded_is_graded_again_by_the_next_run(tmp_path)
     assert calls == ["honest", "steady", "honest"]  # the graded one is not graded again
     rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}
     assert rows["honest"]["total"] == "1" and rows["honest"]["error"] == ""
+
+
+@pytest.mark.skipif(not AS_ROOT_WITH_CGROUPS, reason="making a memory cgroup needs root and a memory controller")
+def test_the_groups_of_a_killed_test_process_are_removed_by_the_grader():
+    # Mistake: leaving it to the test process, which a run's time limit kills with SIGKILL: every such
+    # grade left a group behind in the grader's cgroup.
+    parent = memory.own_cgroup("memory")[0]
+    mine, other = parent / f"{memory_group.PREFIX}999999999-abc", parent / f"{memory_group.PREFIX}9999999990-abc"
+    mine.mkdir()
+    other.mkdir()
+    try:
+        assert memory_group.remove_left_by(999999999) == [] and not mine.exists() and other.exists()
+    finally:
+        memory_group.remove(mine)
+        memory_group.remove(other)
