@@ -24,7 +24,9 @@ from staff.sandbox import memory
 
 PREFIX = "cs336-worker-"
 # What one grade needs outside its worker: the test process (pytest, the suites, torch) and the grader's
-# own process, page cache included. Measured at release 1.4.0 (README, "Measured"): FILLED IN BELOW.
+# own process. An estimate from what was measured here: the reference's whole grade fits in 1,024 MiB
+# (memory.MIN_MEMORY_BYTES) and its worker's group peaks at about 420 MiB, which leaves about 600 MiB;
+# the container test's -j 2 batch in 4 GiB holds with it.
 GRADER_BYTES = 640 << 20
 LEAST_WORKER_BYTES = 512 << 20  # below this a worker cannot import torch; a smaller share is not made smaller
 
