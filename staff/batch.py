@@ -4,7 +4,7 @@ DIR holds one folder or zip per student, or is Gradescope's "Export Submissions"
 `submission_<id>/` and a `submission_metadata.yml` naming each folder's submitters. Every
 submission's results.json goes to OUT/<name>/results.json, written atomically, so a batch that is
 killed loses nothing finished and leaves nothing half-written; running the same command again
-grades only what is missing (or everything, with --force). OUT also gets grades.csv, summary.md
+grades only what is missing or was not graded (or everything, with --force). OUT also gets grades.csv, summary.md
 and charts (PNG). The GPU part (`staff grade --gpu`) goes to OUT/<name>/results-gpu.json, and every
 gradebook written from OUT adds it to the CPU grade: grades.csv has public, hidden and gpu columns.
 
@@ -124,9 +124,17 @@ def _graded(path: Path) -> dict | None:
     return document if not validate_results(document) and _has_fields(document) else None
 
 
-def finished(out: Path, results: str = RESULTS) -> bool:
-    """Whether `out` holds a finished `results` file (see `_graded`); if not, the batch grades it again."""
+def recorded(out: Path, results: str = RESULTS) -> bool:
+    """Whether `out` holds a complete `results` file (see `_graded`) for the gradebook to show, graded or not."""
     return _graded(out / results) is not None
+
+
+def finished(out: Path, results: str = RESULTS) -> bool:
+    """Whether `out` holds a `results` file that graded the submission (see `_graded`); if not, the batch
+    grades it again. A grade that ended "not graded" (out of memory, the grader's own failure: nothing of
+    it speaks of the submission) is not finished: the next run grades it again."""
+    document = _graded(out / results)
+    return document is not None and not Outcome(document["extra_data"]["outcome"]).grader_failure
 
 
 def error_text(extra_data: dict) -> str:
@@ -295,7 +303,7 @@ def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str]
     """grades.csv, summary.md and charts from every submission under `out` with a finished CPU grade,
     GPU part or both (a row holds whichever parts it has); the summary's lines and the files written."""
     rows = [load_row(out / s.key, s) for s in submissions
-            if finished(out / s.key) or finished(out / s.key, RESULTS_GPU)]
+            if recorded(out / s.key) or recorded(out / s.key, RESULTS_GPU)]
     write_csv(rows, out / "grades.csv")
     table, most_failed = summarize(rows)
     lines = [f"{len(rows)} of {len(submissions)} submissions graded", "", *table, "",

@@ -173,8 +173,8 @@ def _add_grade(commands) -> None:
     grade.add_argument("--no-landlock", action="store_true", help="no Landlock file-access restriction")
     grade.add_argument("--no-seccomp", action="store_true",
                        help="no seccomp filter (it refuses sockets but unix pairs, or in a GPU grade internet "
-                            "sockets, and System V IPC, message queues, kernel keys, io_uring, BPF and access to "
-                            "other processes)")
+                            "sockets, and System V IPC, message queues, kernel keys, memfd, io_uring, BPF and "
+                            "access to other processes)")
     grade.add_argument("--no-tmpfs", action="store_true",
                        help="as root, no tmpfs mounts: the worker's /tmp is the machine's, and its disk quota is "
                        "counted after each call instead of enforced by the kernel")

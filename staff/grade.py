@@ -27,7 +27,7 @@ from adapters._text import shown_text
 from staff import collected
 from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
-from staff.sandbox import memory
+from staff.sandbox import memory, memory_group
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
@@ -193,14 +193,21 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         child.wait()
         with _running_lock:
             _running.discard(child)
+    left = memory_group.remove_left_by(child.pid)  # its workers' memory groups, where it was killed
+    if left:
+        print(f"the grader could not remove the workers' memory cgroups {left}", file=sys.stderr)
     report = read_report(report_path)
     log_text = shown_text(log_path.read_text(errors="replace")[-4000:])  # what the submission printed
+    limit = memory.limit_bytes()
     if child.returncode == -signal.SIGKILL and not timed_out and memory.oom_kills() > killed_before:
-        limit = memory.limit_bytes()
         size = f" ({limit / 2**20:.0f} MiB)" if limit else ""
         report.outcome = Outcome.OUT_OF_MEMORY
         report.details = {"what": f"the test process was killed when the container's memory{size} ran out",
                           "memory_limit_bytes": limit}
+        return report, log_text
+    if "grader_out_of_memory" in report.notes:  # the sandbox plugin's note: a worker process, at import or a call
+        report.outcome = Outcome.OUT_OF_MEMORY
+        report.details = {"what": str(report.notes["grader_out_of_memory"]), "memory_limit_bytes": limit}
         return report, log_text
     if not report.tests:
         raise RuntimeError(f"the test suite collected nothing (exit {child.returncode}); its output:\n{log_text}")
@@ -411,6 +418,8 @@ def grade(
                 protections["separate user"] = f"off: {workspace.no_user}"
             if isinstance(report.notes.get("peak_rss_bytes"), int):
                 usage["test process peak RSS"] = report.notes["peak_rss_bytes"]
+            if isinstance(report.notes.get("worker_peak_bytes"), int):
+                usage["worker memory cgroup peak"] = report.notes["worker_peak_bytes"]
             if outcome.grader_failure:
                 # Nothing of this run speaks about the submission: no test is failed for it.
                 tests, never_ran = [], {}

@@ -16,6 +16,9 @@ Each case is a folder under `cases/` with a `case.toml`:
                   case is graded once per list, as NAME-without-A-and-B, to show that what remains holds
                   alone (an empty list: with every protection on)
     hidden_visibility   grade it with this visibility of the hidden tests (default: the grader's)
+    memory_gib    grade it with this memory setting (`--memory-gib`; default: the grader's)
+    outcomes      how its grade may end (results.json's extra_data "outcome"; default: any): a case that
+                  must not turn its grade into "not graded" lists the others
     memory_budget_mib   the test process may peak at most this many MiB above the reference's
 
     attack_in     functions ("module.function", "module.Class.method", or "*" for every one) that
@@ -62,6 +65,8 @@ class Case:
     off: tuple[str, ...] = ()
     hidden_visibility: str | None = None
     memory_budget_mib: int | None = None
+    memory_gib: float | None = None
+    outcomes: tuple[str, ...] = ()
     folder: Path = field(default=Path(), compare=False)
 
 
@@ -85,7 +90,8 @@ def load_cases() -> list[Case]:
                 raise TypeError(f"'without' must be lists of {PROTECTIONS}")
             variants = [Case(name="-without-".join([folder.name, "-and-".join(off)]) if off else folder.name,
                              folder=folder, off=tuple(off),
-                             **{k: tuple(v) if k in ("honest", "lose", "attack_in") else v for k, v in spec.items()})
+                             **{k: tuple(v) if k in ("honest", "lose", "attack_in", "outcomes") else v
+                                for k, v in spec.items()})
                         for off in without]
         except (OSError, tomllib.TOMLDecodeError, TypeError) as error:
             raise ValueError(f"{folder / 'case.toml'}: {error}") from error
@@ -251,6 +257,9 @@ def judge(case: Case, results: dict) -> list[str]:
             problems.append(f"problem {number}: {got}, expected to lose points to the attack")
         elif number in case.honest and number not in case.lose and earned[number] != possible[number]:
             problems.append(f"problem {number}: {got}, expected full marks (the attack is elsewhere)")
+    outcome = results.get("extra_data", {}).get("outcome")
+    if case.outcomes and outcome not in case.outcomes:
+        problems.append(f"the grade ended {outcome!r}, expected one of {list(case.outcomes)}")
     text = json.dumps(results)
     if case.message is not None and case.message not in text:
         problems.append(f"the results do not say {case.message!r}")

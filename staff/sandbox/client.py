@@ -17,11 +17,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from staff.sandbox import memory, settings
+from staff.sandbox import memory, memory_group, settings
 from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, write_frame
 from staff.sandbox.leftovers import remove_leftovers
 
@@ -98,6 +99,7 @@ class WorkerConfig:
     tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
     limits: Limits = field(default_factory=Limits)
     cuda: bool = False  # a GPU grade: no PID namespace, Landlock or socket() ban, which keep CUDA from starting
+    memory_group: str | None = None  # the worker's own memory cgroup folder (staff.sandbox.memory_group)
 
 
 # What the grader's environment may pass to the worker: where the GPU driver's libraries are, and
@@ -176,6 +178,9 @@ class Worker:
         self.next_id = 0
         self.buffer = b""
         self.cgroup = memory.memory_cgroup()  # the container's memory cgroup, read on each call
+        self.group = Path(config.memory_group) if config.memory_group else None  # the worker's own, if any
+        self.group_baseline = 0  # what the group held when the zygote said hello (torch and the adapters)
+        self.grader_out_of_memory: str | None = None  # set once the container, not the code, ran out
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -223,7 +228,12 @@ class Worker:
 
         Raises:
             WorkerCrashed: it could not start (the message holds what it printed).
+            GraderOutOfMemory: the kernel killed it for the container's memory (see `_out_of_memory`).
         """
+        with self._watching_memory():
+            self._ensure_ready()
+
+    def _ensure_ready(self) -> None:
         if self.process is None or self.process.poll() is not None or self.control is None:
             self.stop()
             self.spawn()
@@ -242,11 +252,17 @@ class Worker:
         self.protections = {str(k): str(v) for k, v in dict(hello.get("protections", {})).items()}
         self.uid, self.gid = int(hello.get("uid", os.getuid())), int(hello.get("gid", os.getgid()))
         self.zygote_kib = int(hello.get("peak_kib", 0) or 0)
+        if self.group is not None:
+            self.group_baseline = memory_group.usage_bytes(self.group) or 0
         self.ready = True
 
     def fresh_child(self) -> str:
         """Have the zygote end the serving child (and all it started) and fork a new one; how the old
-        one had ended ("" when there was none)."""
+        one had ended ("" when there was none). Raises as `ensure_ready`."""
+        with self._watching_memory():
+            return self._fresh_child()
+
+    def _fresh_child(self) -> str:
         self.ensure_ready()
         self._close_child()
         request_read, self.requests = os.pipe()
@@ -310,19 +326,57 @@ class Worker:
                 print(f"the grader could not remove what the worker's user {self.config.uid} left: {left[:5]}",
                       file=sys.stderr)
 
+    def close(self, kill: bool = True) -> None:
+        """Stop the worker for good (`stop`) and remove its memory group, which a later `spawn` would need."""
+        self.stop(kill)
+        if not memory_group.remove(self.group):
+            print(f"the grader could not remove the worker's memory cgroup {self.group}", file=sys.stderr)
+
+    def _oom_kills(self) -> int:
+        """The kernel's memory kills so far in the container's cgroup and the worker's own (cgroup v1
+        counts a kill only in the victim's group; v2 in its ancestors too: only increases matter)."""
+        container = memory.oom_kills(self.cgroup) if self.cgroup is not None else 0
+        return container + (memory.oom_kills(self.group) if self.group is not None else 0)
+
+    def _grown_bytes(self) -> int:
+        """How much the student's code had grown: the worker group's peak over what it held at hello
+        (every form of memory), or without a group the last child's peak RSS over the zygote's."""
+        if self.group is not None:
+            return max((memory.peak_bytes(self.group) or 0) - self.group_baseline, 0)
+        return max(self.child_peak_kib - self.zygote_kib, 0) << 10
+
+    @contextmanager
+    def _watching_memory(self) -> Iterator[None]:
+        """Turn a crash that came with a kernel memory kill into what it means (see `_out_of_memory`)."""
+        killed_before = self._oom_kills()
+        try:
+            yield
+        except WorkerCrashed:
+            if self._oom_kills() > killed_before:  # the zygote or the child, for the container or the group
+                raise self._out_of_memory() from None
+            raise
+
     def _out_of_memory(self) -> SandboxFailure:
-        """What a child killed by the kernel for the container's memory limit means: the student's
-        doing when its memory had grown past STUDENT_MEMORY_SHARE_BYTES over the zygote's, else the
-        container's (too small for the grade)."""
-        grown = max(self.child_peak_kib - self.zygote_kib, 0) << 10
+        """What a worker process killed by the kernel for memory means: the student's doing when its
+        memory had grown past STUDENT_MEMORY_SHARE_BYTES (`_grown_bytes`), else the container's (too
+        small for the grade), which is recorded in `grader_out_of_memory` for the grade to end on."""
+        grown = self._grown_bytes()
         limit = memory.limit_bytes(self.cgroup)
         machine = f"{limit / 2**20:.0f} MiB" if limit else "its limit"
+        if grown >= memory.STUDENT_MEMORY_SHARE_BYTES and self.group is not None:
+            own = memory.limit_bytes(self.group)
+            return WorkerCrashed(f"ran out of memory: your code held {grown / 2**20:.0f} MiB (its processes' memory "
+                                 f"and any files it kept in memory) when its limit"
+                                 f"{f' of {own / 2**20:.0f} MiB' if own else ''} or the grading machine's memory "
+                                 f"({machine}) ran out, and the kernel killed it")
         if grown >= memory.STUDENT_MEMORY_SHARE_BYTES:
             return WorkerCrashed(f"ran out of memory: your code's process had grown by {grown / 2**20:.0f} MiB when "
                                  f"the grading machine's memory ({machine}) ran out, and the kernel killed it")
-        return GraderOutOfMemory(f"was killed because the grading container's memory ({machine}) ran out while your "
-                                 f"code used only {grown / 2**20:.0f} MiB: the container is too small, not your code "
-                                 f"at fault")
+        shortage = GraderOutOfMemory(f"was killed because the grading container's memory ({machine}) ran out while "
+                                     f"your code used only {grown / 2**20:.0f} MiB: the container is too small, not "
+                                     f"your code at fault")
+        self.grader_out_of_memory = self.grader_out_of_memory or f"the process running the student's code {shortage}"
+        return shortage
 
     # -- calls ------------------------------------------------------------------------------------
 
@@ -337,13 +391,8 @@ class Worker:
             GraderOutOfMemory: the kernel killed a process of the grade for the container's memory
                 while the student's code used little of it.
         """
-        killed_before = memory.oom_kills(self.cgroup)
-        try:
+        with self._watching_memory():
             return self._request(header, blobs, deadline)
-        except WorkerCrashed:
-            if memory.oom_kills(self.cgroup) > killed_before:  # the zygote or the child, for the container
-                raise self._out_of_memory() from None
-            raise
 
     def _request(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
         if self.requests < 0:

@@ -241,6 +241,37 @@ def drop_user(uid: int, gid: int) -> str:
     return ON if os.geteuid() == uid and os.getegid() == gid else off("the ids did not change")
 
 
+OOM_SCORE_ADJ_MAX = 1000
+
+
+def killed_first() -> str:
+    """Make this process and its future children the kernel's first choice when memory runs out
+    (oom_score_adj 1000): the worker dies before the test process or a neighbour's grade, whatever
+    form its memory takes. Set by root with CAP_SYS_RESOURCE, the kernel keeps it as a floor the worker
+    cannot go below; without that capability (Docker drops it) only Landlock, which keeps the worker from
+    writing /proc, keeps it there."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write(str(OOM_SCORE_ADJ_MAX))
+    except OSError as error:
+        return off(f"oom_score_adj: {error.strerror}")
+    return ON
+
+
+def join_memory_group(group: str | None) -> str:
+    """Move this process (and so its future children) into the memory cgroup folder `group` that the
+    grader made for this worker, which counts all the worker's memory (in-memory files included) and
+    bounds it. Needs root, before dropping to the worker's user (who then cannot leave it)."""
+    if group is None:
+        return off("the grader could not make one")
+    try:
+        with open(os.path.join(group, "cgroup.procs"), "w") as handle:
+            handle.write(str(os.getpid()))
+    except OSError as error:
+        return off(f"cannot join {os.path.basename(group)}: {error.strerror}")
+    return ON
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
@@ -365,7 +396,7 @@ def landlock(read_only: list[str], read_write: list[str], devices: list[str]) ->
 # Docker's default profile refuses new namespaces, so on Gradescope the worker has the container's
 # network and IPC; this filter needs no privilege (only no_new_privs) and closes both. What it
 # refuses is the class "a kernel object that can carry data between grades or out of one", less
-# what torch and the adapters use (pipes, memfd, the zygote's unix socketpair).
+# what torch and the adapters use (pipes, the zygote's unix socketpair).
 
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_SYSCALL_BIT = 0x40000000  # x32 numbers: refused whole, with every other architecture's
@@ -396,6 +427,10 @@ REFUSED = {
     "syslog": (103, 116),
     # Memory hidden from the kernel itself: nothing the worker does needs it.
     "memfd_secret": (447, 447),
+    # Files in memory: a memfd's pages are in no process's RSS and outside RLIMIT_AS, so a worker could
+    # fill the machine past every limit but a memory cgroup. Neither torch on the CPU nor the adapters
+    # make one (traced: importing torch, the reference's whole grade).
+    "memfd_create": (319, 279),
 }
 # Sockets: the worker reaches none it did not make. socket() is refused for every family (unix path
 # and abstract sockets, netlink, vsock, packet, internet) with EAFNOSUPPORT, which code that probes
@@ -467,5 +502,5 @@ def deny_syscalls(sockets: bool = True) -> str:
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return off(f"seccomp: {_errno_text()}")
     made = "no sockets but unix pairs" if sockets else "no internet sockets (a GPU grade: unix sockets allowed)"
-    return f"{ON} (seccomp: {made}, no System V IPC, message queues, kernel keys, io_uring, BPF or access to " \
-           "other processes)"
+    return f"{ON} (seccomp: {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF or " \
+           "access to other processes)"

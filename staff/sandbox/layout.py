@@ -59,6 +59,7 @@ class SandboxOptions:
     tmpfs: bool = True
     cuda: bool = False  # the worker must start CUDA (a GPU grade; see confine.CUDA_NOTE for what it goes without)
     threads: int = field(default_factory=lambda: Settings().torch_threads())  # the CPUs this grade may use
+    jobs: int = 1  # grades run at once beside this one, which share the machine's memory (see memory_group)
     startup_timeout_s: float = 300.0
     import_timeout_s: float = default("import_timeout_s")
 
@@ -70,7 +71,7 @@ class SandboxOptions:
         limits = Limits(memory_bytes=settings.memory_bytes(gpu=gpu, given=memory_given),
                         disk_bytes=int(settings.disk_gib * 2**30))
         return cls(test_budget_s=settings.test_timeout_s, limits=limits, threads=settings.torch_threads(jobs),
-                   import_timeout_s=settings.import_timeout_s, **protections)
+                   import_timeout_s=settings.import_timeout_s, jobs=max(jobs, 1), **protections)
 
 
 @dataclass
@@ -190,6 +191,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         "worker": asdict(config), "launch_config": str(grader / "launch.json"),
         "startup_timeout_s": options.startup_timeout_s, "test_budget_s": options.test_budget_s,
         "import_timeout_s": options.import_timeout_s, "modules": module_names(package, "cs336_basics"),
+        "jobs": options.jobs,
     }))
     return Workspace(scratch, grader, code, worker, shared, settings, no_user)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from adapters._route import set_route
-from staff.sandbox import confine
+from staff.sandbox import confine, memory, memory_group
 from staff.sandbox.client import Limits, Worker, WorkerConfig, become_subreaper
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.quota import DiskQuota
@@ -41,6 +41,13 @@ class Sandbox:
     def __init__(self, settings: dict) -> None:
         worker_config = dict(settings["worker"])
         worker_config["limits"] = Limits(**worker_config["limits"])
+        limit = memory_group.worker_limit(worker_config["limits"].memory_bytes, settings.get("jobs", 1),
+                                          memory.limit_bytes() or memory_group.machine_bytes())
+        group, self.memory_group = memory_group.make(limit)
+        if group is not None:
+            worker_config["memory_group"] = str(group)
+            self.memory_group = f"{confine.ON} ({'no limit' if limit is None else f'{limit / 2**30:g} GiB'}, " \
+                                "in-memory files counted)"
         self.config = WorkerConfig(**worker_config)
         self.worker = Worker(self.config, Path(settings["launch_config"]), settings["startup_timeout_s"])
         self.disk = self._limit_disk()
@@ -53,6 +60,7 @@ class Sandbox:
         self.shared = Path(self.config.shared)
         self.counter = itertools.count()
         self.import_problem: str | None = None
+        self.shortage_noted = False
 
     def _limit_disk(self) -> str:
         """As root, a tmpfs of bounded size on the worker's folder and on the tests' folders, seen by
@@ -106,15 +114,35 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     sandbox.import_problem = sandbox.route.import_check(sandbox.modules, sandbox.import_timeout_s)
     points = session.config.pluginmanager.get_plugin("points")
     status = {**sandbox.worker.protections, "disk quota": sandbox.disk}
+    if status.get("memory cgroup", confine.ON) == confine.ON or not sandbox.memory_group.startswith(confine.ON):
+        status["memory cgroup"] = sandbox.memory_group  # the grader's account: the limit, or why there is none
     if points is not None:
         points.note("protections", status)
         if sandbox.import_problem is not None:
             points.note("import_error", sandbox.import_problem)
+    _end_on_shortage(session, sandbox)
+
+
+def _end_on_shortage(session: pytest.Session, sandbox: Sandbox) -> None:
+    """Once the kernel killed a worker process for the container's memory while the student's code
+    used little (`Worker.grader_out_of_memory`), nothing more of this run speaks of the submission:
+    note it in the report at once (the grade ends on it, and the test process may be killed next) and
+    run no further test."""
+    shortage = sandbox.worker.grader_out_of_memory
+    if shortage is None or sandbox.shortage_noted:
+        return
+    sandbox.shortage_noted = True
+    points = session.config.pluginmanager.get_plugin("points")
+    if points is not None:
+        points.note("grader_out_of_memory", shortage)
+    session.shouldstop = "the grading container ran out of memory"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     sandbox = item.config.stash.get(_KEY, None)
+    if sandbox is not None and sandbox.worker.grader_out_of_memory is not None:
+        raise RuntimeError(f"not run: {sandbox.worker.grader_out_of_memory}")  # the grade counts no test
     if sandbox is not None and sandbox.import_problem is not None:
         last = [line for line in sandbox.import_problem.splitlines() if line.strip()][-1:] or ["no reason given"]
         raise ImportError(f"your package could not be imported, so no test ran: {last[0].strip()[:300]} "
@@ -130,10 +158,19 @@ def tmp_path(request: pytest.FixtureRequest) -> Path:
     return sandbox.shared_folder(request.node.name)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    sandbox = item.config.stash.get(_KEY, None)
+    if sandbox is not None:
+        _end_on_shortage(item.session, sandbox)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     sandbox = config.stash.get(_KEY, None)
     if sandbox is not None:
-        sandbox.worker.stop(kill=False)
+        group = sandbox.worker.group
+        peak = memory.peak_bytes(group) if group is not None else None
+        sandbox.worker.close(kill=False)
         points = config.pluginmanager.get_plugin("points")
-        if points is not None and sandbox.route.grader_out_of_memory is not None:
-            points.note("grader_out_of_memory", sandbox.route.grader_out_of_memory)
+        if points is not None and peak is not None:
+            points.note("worker_peak_bytes", peak)  # all the worker held at once, in-memory files included

@@ -44,7 +44,6 @@ class WorkerRoute:
         self.test, self.seed, self.used_s = "", 0, 0.0
         self.doomed: str | None = None
         self.echoed = 0  # characters of the worker's output shown in this test
-        self.grader_out_of_memory: str | None = None  # set when the container, not the code, ran out
         self.strikes: dict[str, dict[str, str]] = {}  # adapter -> test -> "timed out" or "crashed"
 
     def begin_test(self, nodeid: str, seed: int) -> None:
@@ -61,8 +60,14 @@ class WorkerRoute:
             raise CallSkipped(f"{name} was not run: it {how} in {len(strikes)} earlier tests ({', '.join(strikes)}), "
                               f"so later calls to it are not made")
         header, blobs = _codec.encode((args, kwargs))
-        if self.worker.requests < 0:
-            self.worker.request({"op": "ping"}, [], time.monotonic() + self.worker.startup_timeout_s)
+        if self.worker.requests < 0:  # a fresh child, ready before the test's time starts
+            try:
+                self.worker.request({"op": "ping"}, [], time.monotonic() + self.worker.startup_timeout_s)
+            except (CallTimedOut, WorkerCrashed) as failure:  # before any student call: no strike
+                raise WorkerCrashed(f"{name} was not run: the process for your code did not start ({failure})") \
+                    from None
+            except GraderOutOfMemory as shortage:  # recorded by the worker: the grade ends on it
+                raise GraderOutOfMemory(f"{name} was not run: the process for your code {shortage}") from None
         left = self.test_budget_s - self.used_s
         started = time.monotonic()
         request = {"op": "call", "function": f"{function.__module__}:{name}", "args": header, "seed": self.seed,
@@ -77,8 +82,7 @@ class WorkerRoute:
         except WorkerCrashed as crash:
             self._strike(name, "crashed")
             raise WorkerCrashed(f"{name}: the process running your code {crash}") from None
-        except GraderOutOfMemory as shortage:
-            self.grader_out_of_memory = f"{name}: the process running the student's code {shortage}"
+        except GraderOutOfMemory as shortage:  # recorded by the worker: the grade ends on it
             raise GraderOutOfMemory(f"{name}: the process running your code {shortage}") from None
         finally:
             self.used_s += time.monotonic() - started
@@ -110,6 +114,8 @@ class WorkerRoute:
         except WorkerCrashed as crash:
             return _codec.bounded(f"the process importing your package {crash}\n{self.worker.log.take()}".strip(),
                                   _codec.MAX_TRACEBACK_CHARS)
+        except GraderOutOfMemory:
+            return None  # not the package's fault: the worker recorded it, and the grade ends on it
         if reply.get("ok") is True:
             return None
         error = reply.get("error")

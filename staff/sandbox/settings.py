@@ -31,8 +31,9 @@ class Settings:
     import_timeout_s: float = _setting(120.0, "--import-timeout",
                                        "seconds importing the submission's package may take")
     memory_gib: float = _setting(
-        8.0, "--memory-gib", "address space the student's process may use, GiB (0: unlimited; a GPU grade is "
-        "unlimited unless this is given: the CUDA driver maps far more address space than it uses)")
+        8.0, "--memory-gib", "address space the student's process may use, GiB, and, where the grader can make "
+        "the worker a memory cgroup, all its processes may hold, in-memory files included (0: unlimited; a GPU "
+        "grade is unlimited unless this is given: the CUDA driver maps far more address space than it uses)")
     disk_gib: float = _setting(2.0, "--disk-gib", "what the student's files may take in all, GiB")
     threads: int = _setting(
         0, "--threads", "torch threads of the student's process (0: the CPUs this grade may use, that is the "

@@ -74,6 +74,10 @@ def launch(config: dict) -> None:
     status: dict[str, str] = {"dies with the grader": confine.die_with_parent()}
     if os.getppid() != config["grader_pid"]:
         os._exit(3)  # the grader is already gone
+    # First, while root and before anything is imported: all the worker's memory counted and bounded
+    # in a group of its own, and the worker the kernel's first choice when memory runs out anyway.
+    status["memory cgroup"] = confine.join_memory_group(config.get("memory_group"))
+    status["killed first on OOM"] = confine.killed_first()
     if config["namespaces"]:
         status.update({f"{k} namespace": v for k, v in confine.new_namespaces(pid=not config.get("cuda")).items()})
     watch, hold = os.pipe()

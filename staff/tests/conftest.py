@@ -97,7 +97,7 @@ def graded(tmp_path_factory) -> Graded:
         upload = build(case, work / case.name)
         shutil.move(upload, folder / upload.name)
         cases[upload.name.removesuffix(".zip")] = case
-    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1,
+    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1, jobs=2,
                              limits=Limits(disk_bytes=DISK_BYTES))
 
     def grader(path: Path):
@@ -105,6 +105,8 @@ def graded(tmp_path_factory) -> Graded:
         case = cases.get(path.name.removesuffix(".zip"))
         off = case.off if case is not None else ()
         confined = dataclasses.replace(options, **{name: False for name in off})
+        if case is not None and case.memory_gib is not None:
+            confined.limits = dataclasses.replace(options.limits, memory_bytes=int(case.memory_gib * 2**30))
         visibility = {"hidden_visibility": case.hidden_visibility} if case and case.hidden_visibility else {}
         return grade(path, sandbox=confined, progress=False, **visibility)
 

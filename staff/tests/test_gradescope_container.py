@@ -4,7 +4,10 @@ seccomp profile (no new namespaces or mounts), a memory cgroup and a CPU quota a
 student's repository folder, gets full marks;
 below the grader's measured need no test is counted and the staff are told; and with the
 namespaces refused, four red-team cases are still contained: killing the grader, daemons that
-outlive the grade, the network, and a memory bomb, which must cost its own tests and say so. Parts
+outlive the grade, the network, and a memory bomb, which must cost its own tests and say so. The
+out-of-memory policy: where the container is too small for the grade, at import or in a call, no test
+is counted and the staff are told; a memfd hog graded beside the reference two at a time costs the
+reference nothing. Parts
 the machine cannot impose (no root, no cgroup controller, another architecture) are skipped with
 the reason, never passed silently.
 
@@ -152,3 +155,86 @@ def test_the_readme_and_the_bundle_state_the_memory_the_grader_enforces():
     assert f"**{recommended}**" in readme and f"Below {least}" in readme
     said = gradescope_settings()
     assert recommended in said and f"{memory.MIN_MEMORY_BYTES >> 20} MiB" in said
+
+
+# -- the out-of-memory policy (issue 27): the container's shortage ends the grade wherever it strikes --
+
+# Run in the container: grade Problem 1's public tests of argv[1] into argv[2] (results.json), as `staff grade` would.
+_GRADE_PROBLEM_1 = """
+import json, sys
+from pathlib import Path
+from staff.gradescope import results_json
+from staff.grade import grade
+document = results_json(grade(Path(sys.argv[1]), hidden=False, problems={1}, progress=False))
+Path(sys.argv[2]).write_text(json.dumps(document))
+"""
+# A submission's code that, where it runs, fills its own memory cgroup to just past its limit with less than the
+# 512 MiB that would make it the student's doing: what a container too small for the grade looks like.
+_SQUEEZE = """
+def _squeeze():
+    import os
+    entry = [line.split(":", 2) for line in open("/proc/self/cgroup").read().splitlines()]
+    path = next((p for _, c, p in entry if "memory" in c.split(",")), None)
+    folder = f"/sys/fs/cgroup/memory{path}" if path is not None else f"/sys/fs/cgroup{entry[0][2]}"
+    names = ("memory.limit_in_bytes", "memory.usage_in_bytes") if path is not None else ("memory.max", "memory.current")
+    limit, used = (int(open(os.path.join(folder, name)).read()) for name in names)
+    return b"\\x01" * min(limit - used + (48 << 20), 400 << 20)
+"""
+# A worker's share of it is the least a group is given (512 MiB): what the worker holds at hello is then more
+# than 0, so filling the group is always less than 512 MiB of the student's.
+SQUEEZED_AT = 1152 << 20
+
+
+def _graded_in_container(tmp_path: Path, package: Path, memory_bytes: int) -> dict:
+    with Container(memory_bytes, None) as box:
+        if box.missing:
+            pytest.skip(f"this machine cannot emulate the container: {'; '.join(box.missing)}")
+        done = box.run([sys.executable, "-c", _GRADE_PROBLEM_1, str(package), str(tmp_path / "results.json")],
+                       capture_output=True, text=True, timeout=900, cwd=samples.REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((tmp_path / "results.json").read_text())
+
+
+@pytest.mark.parametrize("where", ["import", "call"])
+def test_the_containers_shortage_ends_the_grade_at_import_and_in_a_call(tmp_path, where):
+    # Mistakes (both at release 1.3.1): at import the note was not caught, pytest stopped with an internal
+    # error and the reference scored 0, "process ended (exit 3)"; in a call the note was written but no
+    # longer read, so the grade counted the test as failed ("container too small"), 292/293.
+    package = samples.reference(tmp_path / "submission")
+    if where == "import":
+        (package / "__init__.py").write_text(f"{_SQUEEZE}\nBALLAST = _squeeze()\n")
+    else:
+        samples.replace_in(package / "dtype_memory.py", "def bytes_per_element(dtype: torch.dtype) -> int:\n",
+                           f"{_SQUEEZE}\nBALLAST = []\n\n\ndef bytes_per_element(dtype: torch.dtype) -> int:\n"
+                           f"    BALLAST.append(_squeeze())\n")
+    results = _graded_in_container(tmp_path, package, SQUEEZED_AT)
+    assert results["extra_data"]["outcome"] == "out_of_memory", (results["extra_data"], results["output"][:1500])
+    assert results["tests"] == [] and results["score"] == 0
+    assert "not your fault" in results["output"] and "no test was counted" in results["output"]
+
+
+def test_a_memfd_hog_beside_an_honest_neighbour_costs_the_neighbour_nothing(tmp_path):
+    # Graded without the seccomp filter (which refuses memfd_create), two at a time in one container, so
+    # that only the workers' memory groups and their shares stand between the hog and its neighbour.
+    # Mistake: each worker limited to the whole setting, or none: the memfd, in no RSS, fills the container,
+    # and the kernel kills the neighbour's worker (most RSS) or test process: "not graded: out of memory".
+    case = next(c for c in load_cases() if c.name == "memfd-memory-in-a-call")
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    shutil.move(build(case, tmp_path / "built"), folder / "hog")
+    samples.reference(folder / "neighbour")
+    out = tmp_path / "grades"
+    with Container(4 << 30, None) as box:
+        if box.missing:
+            pytest.skip(f"this machine cannot emulate the container: {'; '.join(box.missing)}")
+        done = box.run([sys.executable, "-m", "staff.cli", "grade", "--batch", str(folder), "--out", str(out), "-j",
+                        "2", "--no-hidden", "--no-seccomp", "--memory-gib", "4", "--test-timeout", "30"],
+                       capture_output=True, text=True, timeout=1200, cwd=samples.REPO_ROOT)
+        print(f"peak {(box.peak_bytes or 0) >> 20} MiB, {box.oom_kills} OOM kills in the container's own group")
+    assert done.returncode == 0, done.stderr[-3000:]
+    neighbour, hog = (json.loads((out / name / "results.json").read_text()) for name in ("neighbour", "hog"))
+    assert neighbour["extra_data"]["outcome"] == "graded", neighbour["output"][:1500]
+    assert neighbour["score"] == neighbour["extra_data"]["max_score"] > 0
+    assert judge(case, hog) == [], hog["output"][:1500]
+    failed = [t["output"] for t in hog["tests"] if t["status"] == "failed" and t["extra_data"]["problem"] == 1]
+    assert any("ran out of memory" in text for text in failed), failed[:2]
