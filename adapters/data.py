@@ -28,13 +28,13 @@ def run_open_tokens(path: str, dtype: str) -> dict:
 
 @routed
 def run_get_batch(
-    tokens: np.ndarray, batch_size: int, context_length: int, device: str = "cpu", seed: int | None = None,
+    tokens: np.ndarray, batch_size: int, context_length: int, device: str | None = "cpu", seed: int | None = None,
     device_object: bool = False,
 ) -> dict:
     """{"inputs", "targets"} of get_batch on `tokens` (made read-only, as a memmap from open_tokens is);
     "copies": [(source pinned, non_blocking)] for each CPU-to-CUDA copy made; "pins": how many tensors
     it pinned (see `Pinning`). With `device_object`, get_batch is given `torch.device(device)` rather
-    than the string (its signature takes either)."""
+    than the string (its signature takes either); with device None, no device at all (its default)."""
     import torch
 
     from cs336_basics import data
@@ -42,7 +42,10 @@ def run_get_batch(
     tokens.flags.writeable = False  # as a memmap from open_tokens is: sampling must not write to the data
     where = torch.device(device) if device_object else device
     with Pinning() as pinning, HostToDeviceCopies() as watch:
-        inputs, targets = data.get_batch(tokens, batch_size, context_length, where, to_generator(seed))
+        if device is None:
+            inputs, targets = data.get_batch(tokens, batch_size, context_length, generator=to_generator(seed))
+        else:
+            inputs, targets = data.get_batch(tokens, batch_size, context_length, where, to_generator(seed))
     return {"inputs": inputs, "targets": targets, "copies": watch.copies, "pins": pinning.pins}
 
 

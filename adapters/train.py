@@ -3,13 +3,17 @@
 The config goes in as a plain dict of TrainConfig's fields; what the run left behind comes out as
 tensors and numbers, together with what instruments saw while it ran: the dtypes every matmul ran
 in, and after each optimizer step the bytes that parameters, gradients and optimizer state held.
+
+Given `batches` (the test's own draw, as data), a call runs the student's train.py with torch's
+stand-ins for the parts of Problems 6 to 10 (adapters/_parts.py), so the test grades the loop alone;
+without, it runs the student's whole stack.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +21,7 @@ import torch
 import torch.optim.optimizer as torch_optimizer_module
 
 from adapters._instrument import Pinning, ScriptedMatmuls
+from adapters._parts import Batches, stand_ins
 from adapters._route import routed
 
 
@@ -70,12 +75,18 @@ def _config(config_class, fields: dict):
     return config_class(**fields)
 
 
+def _parts(batches: Batches | None):
+    """The stand-ins for Problems 6 to 10 given batches, else nothing replaced."""
+    return nullcontext() if batches is None else stand_ins(batches)
+
+
 @routed
 def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, resume_from: str | None = None,
-              probe: torch.Tensor | None = None) -> dict:
+              probe: torch.Tensor | None = None, batches: Batches | None = None) -> dict:
     """train(data_path, TrainConfig(**config), checkpoint_dir, resume_from), watched. checkpoint_dir,
     when given, is created first if missing; probe, a float32 (N, D) batch of inputs, is run through
-    the trained model afterwards.
+    the trained model afterwards. With `batches` (a pool (inputs, targets), int64 (N, B, D) each), the
+    run uses torch's stand-ins for the earlier problems' parts, and get_batch picks from the pool.
 
     Returns:
         {"losses": the losses train returned, as floats,
@@ -93,7 +104,8 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
     settings = _config(train.TrainConfig, config)
     if checkpoint_dir is not None:  # made here, on the student's side: a folder the test made may not be writable
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    with _held_after_each_step() as steps, Pinning(), ScriptedMatmuls() as matmuls:  # Pinning: data.py's why
+    # Pinning: see adapters/data.py for why.
+    with _parts(batches), _held_after_each_step() as steps, Pinning(), ScriptedMatmuls() as matmuls:
         result = train.train(data_path, settings, checkpoint_dir=checkpoint_dir, resume_from=resume_from)
     model, optimizer = result.model, result.optimizer
     with torch.no_grad():
@@ -114,13 +126,14 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
 
 
 @routed
-def run_step_batch(tokens: np.ndarray, config: dict, step: int) -> dict:
-    """step_batch(tokens, TrainConfig(**config), step), next to what the student's own get_batch
-    draws from a generator seeded with config's seed + step: {"x", "y", "inputs", "targets"}."""
+def run_step_batch(tokens: np.ndarray, config: dict, step: int, batches: Batches | None = None) -> dict:
+    """step_batch(tokens, TrainConfig(**config), step), next to what get_batch (the student's own, or
+    with `batches` the stand-in that picks from them) gives a generator seeded with config's seed +
+    step: {"x", "y", "inputs", "targets"}."""
     from cs336_basics import data, train
 
     settings = _config(train.TrainConfig, config)
-    with Pinning():
+    with _parts(batches), Pinning():
         x, y = train.step_batch(tokens, settings, step)
         generator = torch.Generator().manual_seed(settings.seed + step)
         inputs, targets = data.get_batch(tokens, settings.batch_size, settings.dim, generator=generator)

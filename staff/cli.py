@@ -309,7 +309,7 @@ def _validate(args: argparse.Namespace) -> int:
 
         return main_flaky(args.flaky, jobs)
     try:
-        return main_validate(args.sample, problems, jobs, gpu=args.gpu)
+        return main_validate(args.sample, problems, jobs, gpu=args.gpu, names=set(args.variant or ()))
     except ValueError as error:
         print(f"staff validate: {error}", file=sys.stderr)
         return 2
@@ -330,6 +330,9 @@ def _add_validate(commands) -> None:
                           help="only a fixed sample: per problem one wheat and one chaff (CI grades its wheat)")
     validate.add_argument("--problem", type=int, action="append", choices=sorted(PROBLEMS), metavar="N",
                           help="only the variants of problem N (repeatable); the stubs are then not graded")
+    validate.add_argument("--variant", action="append", metavar="NAME",
+                          help="only the variants of this name (repeatable; with or without the pNN-kind- prefix "
+                          "the matrix shows); the stubs are then not graded")
     validate.add_argument("-j", "--jobs", type=int, default=None,
                           help="implementations graded at once (default: cores; 1 with --gpu, which refuses more)")
     validate.add_argument("--gpu", action="store_true",

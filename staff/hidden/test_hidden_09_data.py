@@ -119,7 +119,7 @@ def test_get_batch_rejects_more_bad_input():
         check_raises(ValueError, A.run_get_batch, *args, what=what, see=f"{SEE} §9.2")
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_get_batch_reads_a_uint16_file_sparsely(tmp_path, seed_everything):
     path = tmp_path / "large.bin"
     with open(path, "wb") as f:
@@ -197,3 +197,15 @@ def test_get_batch_keeps_token_ids_past_2_to_the_24_exact(seed_everything):
         got = A.run_get_batch(tokens, 8, 9, "cpu", seed_everything)
         check_windows(got, tokens, 8, 9, f"60 consecutive {dtype} token ids from {low} up (past 2**24, where float32 "
                       "stops holding every integer)")
+
+
+@pytest.mark.points(1)
+def test_get_batch_device_defaults_to_the_cpu(seed_everything):
+    # The course's first assignment passes the device every time; here it may be left out. Problem
+    # 11's step_batch leaves it out (handout/11_train.md §11.1).
+    tokens = np.arange(50, dtype=np.uint16)
+    got = A.run_get_batch(tokens, 4, 3, None, seed_everything)
+    inputs = "get_batch(np.arange(50) as uint16, 4, 3, generator=g): no device given"
+    check_windows(got, tokens, 4, 3, inputs)
+    check_equal([got[name].device.type for name in ("inputs", "targets")], ["cpu", "cpu"], inputs=inputs,
+                what="where inputs and targets are (device's default is \"cpu\")", see=f"{SEE} §9.2")

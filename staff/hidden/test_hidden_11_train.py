@@ -1,7 +1,8 @@
 """Hidden tests, Problem 11: other widths, depths, seeds and precisions; resuming at every step and
 in mixed precision; a resumed run that keeps its checkpoint schedule; a schedule with nowhere to
 save; and step_batch on another vocabulary, with an expected value written here, not drawn from the
-student's get_batch.
+student's get_batch. Every test runs the loop with the stand-ins for Problems 6 to 10's parts
+(adapters/_parts.py), so only the loop is graded here.
 
 PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
 """
@@ -15,6 +16,7 @@ import torch
 from adapters import train as A
 from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor
 from tests.test_11_train import (
+    STAND_INS,
     check_loss_falls,
     check_predicts_next_token,
     check_resumes_exactly,
@@ -22,6 +24,7 @@ from tests.test_11_train import (
     probe_windows,
     saved_files,
     token_file,
+    walk_batches,
     walk_tokens,
 )
 
@@ -36,10 +39,10 @@ SEE = "handout/11_train.md"
 ], ids=["head-alone", "deeper-mixed"])
 def test_the_loss_falls_for_other_models_and_seeds(tmp_path, config):
     x, y = probe_windows(walk_tokens(20_000, 1024, 2), config["dim"], 1024)
-    got = A.run_train(token_file(tmp_path / "data", seed=2), config, probe=x)
-    inputs = f"{described(config)} on walk_tokens(20000, 1024, 2)"
+    got = A.run_train(token_file(tmp_path / "data", seed=2), config, probe=x, batches=walk_batches(config, seed=2))
+    inputs = f"{described(config)} on walk_tokens(20000, 1024, 2), {STAND_INS}"
     check_equal(got["learning_rates"], [config["lr"]], inputs=inputs, see=f"{SEE} §11.2",
-                what="the lr of your AdaGrad's param groups")
+                what="the lr of the optimizer's param groups (AdaGrad(model.parameters(), lr=config.lr))")
     check_loss_falls(got["losses"], steps=100, inputs=inputs, section="§11.2")
     check_predicts_next_token(got["probe_predictions"], y, inputs=f"{inputs}, then 64 windows of the walk",
                               section="§11.2")
@@ -61,9 +64,11 @@ def test_a_resumed_run_keeps_its_checkpoint_schedule(tmp_path):
     config = {"num_steps": 11, "checkpoint_every": 4}
     data = token_file(tmp_path / "data")
     first, second = tmp_path / "first", tmp_path / "second"
-    A.run_train(data, {**config, "num_steps": 4}, checkpoint_dir=str(first))
-    got = A.run_train(data, config, checkpoint_dir=str(second), resume_from=str(first / "step_000004.pt"))
-    inputs = f"{described(config)}, resumed from step_000004.pt into a new checkpoint_dir"
+    batches = walk_batches(config)
+    A.run_train(data, {**config, "num_steps": 4}, checkpoint_dir=str(first), batches=batches)
+    got = A.run_train(data, config, checkpoint_dir=str(second), resume_from=str(first / "step_000004.pt"),
+                      batches=batches)
+    inputs = f"{described(config)}, resumed from step_000004.pt into a new checkpoint_dir, {STAND_INS}"
     check_equal(saved_files(second), ["step_000008.pt"], inputs=inputs, see=f"{SEE} §11.3",
                 what="the files the resumed run saved (steps 8 is the only multiple of 4 in 5..11)")
     check_equal(len(got["losses"]), 7, inputs=inputs, see=f"{SEE} §11.3", what="losses of the resumed run (steps 4-10)")
@@ -71,12 +76,14 @@ def test_a_resumed_run_keeps_its_checkpoint_schedule(tmp_path):
 
 @pytest.mark.points(1)
 def test_a_checkpoint_schedule_without_a_folder_raises_value_error(tmp_path):
-    data = token_file(tmp_path / "data")
-    check_equal(len(A.run_train(data, {"num_steps": 4}, None)["losses"]), 4, what=VALID_FIRST, see=f"{SEE} §11.3",
-                inputs="TrainConfig(num_steps=4), checkpoint_dir=None: no schedule, nothing to save")
+    data, batches = token_file(tmp_path / "data"), walk_batches({})
+    check_equal(len(A.run_train(data, {"num_steps": 4}, None, batches=batches)["losses"]), 4, what=VALID_FIRST,
+                see=f"{SEE} §11.3",
+                inputs=f"TrainConfig(num_steps=4), checkpoint_dir=None, {STAND_INS}: no schedule, nothing to save")
     for every in (1, 2):  # 1, the smallest schedule, catches a check written as checkpoint_every > 1
-        check_raises(ValueError, A.run_train, data, {"num_steps": 4, "checkpoint_every": every}, None,
-                     what=f"train with checkpoint_every={every} and checkpoint_dir=None", see=f"{SEE} §11.3")
+        check_raises(ValueError, lambda *args: A.run_train(*args, batches=batches), data,
+                     {"num_steps": 4, "checkpoint_every": every}, None, see=f"{SEE} §11.3",
+                     what=f"train with checkpoint_every={every} and checkpoint_dir=None, {STAND_INS}")
 
 
 @pytest.mark.points(1)
@@ -84,9 +91,10 @@ def test_step_batch_of_the_only_window(tmp_path):
     vocab, dim = 1000, 5
     tokens = np.array([999, 0, 17, 500, 3, 998], dtype=np.uint16)  # dim + 1 tokens: one valid window
     config = {"dim": dim, "batch_size": 3, "vocab_size": vocab, "seed": 11}
-    got = A.run_step_batch(tokens, config, 2)
-    inputs = f"tokens {tokens.tolist()}, {described(config)}, step 2"
     window = torch.tensor(tokens.astype(np.float32))
+    only = torch.from_numpy(tokens.astype(np.int64)).expand(1, 3, dim + 1)  # a pool of one batch
+    got = A.run_step_batch(tokens, config, 2, batches=(only[..., :dim].contiguous(), only[..., 1:].contiguous()))
+    inputs = f"tokens {tokens.tolist()}, {described(config)}, step 2, {STAND_INS}"
     check_tensor(got["x"], (window[:dim] / vocab).expand(3, dim).contiguous(), rtol=1e-6, inputs=inputs,
                  see=f"{SEE} §11.1", what="x: every row is the only window, tokens / vocab_size")
     check_tensor(got["y"], torch.full((3,), 998 / vocab, dtype=torch.float32), rtol=1e-6, inputs=inputs,

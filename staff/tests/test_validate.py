@@ -80,12 +80,35 @@ def test_the_judge_flags_points_a_chaff_loses_outside_its_problem_without_a_stat
 
     chaff = Variant(CHAFF, 6, "c", "", catches=("test_named",))
     on_11 = Outcome("p06-chaff-c", CHAFF, 6, earned={6: 8.0, 7: 14.0, 11: 10.0}, possible={6: 10.0, 7: 14.0, 11: 13.0},
-                    failed={6: {"test_named"}, 11: {"test_loss"}})
+                    failed={6: {"test_named"}, 11: {"test_the_loss_falls"}})
     on_7 = Outcome("p06-chaff-c", CHAFF, 6, earned={6: 8.0, 7: 12.0, 11: 13.0}, possible={6: 10.0, 7: 14.0, 11: 13.0},
                    failed={6: {"test_named"}, 7: {"test_linear"}})
     assert judge(on_11, chaff) == []
     assert any("problem 7" in line for line in judge(on_7, chaff))
     assert any("-3 on P11 (stated)" in line for line in summary([on_11]))
+
+
+def test_a_stated_cost_falls_only_on_the_integration_tests():
+    # Problem 11 runs stand-ins for the earlier parts in every test but its integration share: a
+    # Problem 9 chaff that fails a stand-in test has cost Problem 11 points its own loop did not lose.
+    chaff = Variant(CHAFF, 9, "c", "", catches=("test_named",))
+    failed = {9: {"test_named"}, 11: {"test_the_loss_falls", "test_resuming_from_each_checkpoint_is_bit_identical"}}
+    cascade = Outcome("p09-chaff-c", CHAFF, 9, earned={9: 27.0, 11: 15.0}, possible={9: 28.0, 11: 20.0},
+                      failed=failed)
+    assert any("test_resuming_from_each_checkpoint_is_bit_identical" in line for line in judge(cascade, chaff))
+    share = Outcome("p09-chaff-c", CHAFF, 9, earned={9: 27.0, 11: 18.0}, possible={9: 28.0, 11: 20.0},
+                    failed={9: {"test_named"}, 11: {"test_the_loss_falls"}})
+    assert judge(share, chaff) == []
+
+
+def test_the_largest_losses_table_names_the_chaff_and_marks_over_half():
+    from staff.validate.run import largest_losses, matrix
+
+    small = Outcome("p09-chaff-small", CHAFF, 9, earned={9: 27.0, 11: 18.0}, possible={9: 28.0, 11: 20.0})
+    large = Outcome("p09-chaff-large", CHAFF, 9, earned={9: 10.0, 11: 20.0}, possible={9: 28.0, 11: 20.0})
+    table = "\n".join(largest_losses([small, large]))
+    assert "| 9. Memmap data loader | 28 | 18 (`large`) **over half** | 2 (`small`) |" in table, table
+    assert "20/20       18     0   ok" in "\n".join(matrix([large]))
 
 
 def test_on_a_gpu_a_chaff_is_judged_by_its_gpu_catches():

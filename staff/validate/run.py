@@ -37,6 +37,11 @@ from tests.grading import PASSED, PROBLEMS, SKIPPED
 # builds on Problem 6's trunc_normal_init, but its tests hold Linear to the student's own function
 # (handout/07_model.md, Tests), so a Problem 6 mistake must cost no Problem 7 point.
 STATED_COSTS: dict[int, frozenset[int]] = {number: frozenset({11}) for number in (6, 7, 8, 9, 10)}
+# Where such a stated cost may fall: Problem 11's other tests run the loop with stand-ins for the
+# earlier parts (adapters/_parts.py), and only these few run the student's whole stack.
+INTEGRATION_TESTS: dict[int, frozenset[str]] = {11: frozenset({
+    "test_the_loss_falls", "test_training_holds_the_bytes_per_parameter_problem_1_predicts",
+    "test_training_on_gpu_agrees_with_the_cpu_run"})}
 
 
 def points_lost_outside(outcome: Outcome, own: int | None = None) -> dict[int, float]:
@@ -44,6 +49,12 @@ def points_lost_outside(outcome: Outcome, own: int | None = None) -> dict[int, f
     own = outcome.problem if own is None else own
     return {n: outcome.possible[n] - outcome.earned.get(n, 0.0) for n in sorted(outcome.possible)
             if n != own and outcome.earned.get(n, 0.0) < outcome.possible[n]}
+
+
+def points_lost_inside(outcome: Outcome) -> float:
+    """Points a variant lost on its own problem."""
+    own = outcome.problem
+    return outcome.possible.get(own, 0.0) - outcome.earned.get(own, 0.0) if own in outcome.possible else 0.0
 
 
 @dataclass
@@ -98,9 +109,13 @@ def judge(outcome: Outcome, variant: Variant | None, gpu: bool = False) -> list[
     if failed and not failed & set(named):
         wrong.append(f"none of the tests it names failed ({', '.join(named)}); these did: {sorted(failed)}")
     for n, lost in points_lost_outside(outcome, own).items():
+        failed_there = outcome.failed.get(n, set())
         if n not in STATED_COSTS.get(own, frozenset()):
             wrong.append(f"lost {lost:g} points on problem {n}, which the handout does not say runs problem {own}'s "
-                         f"code (one mistake, one penalty); failed {sorted(outcome.failed.get(n, set()))}")
+                         f"code (one mistake, one penalty); failed {sorted(failed_there)}")
+        elif n in INTEGRATION_TESTS and failed_there - INTEGRATION_TESTS[n]:
+            wrong.append(f"failed {sorted(failed_there - INTEGRATION_TESTS[n])} on problem {n}, which run stand-ins "
+                         f"for problem {own}'s code (only {sorted(INTEGRATION_TESTS[n])} run the student's own)")
     return wrong
 
 
@@ -159,10 +174,34 @@ def validate(variants: list[Variant], jobs: int, options: SandboxOptions | None 
 def matrix(outcomes: list[Outcome]) -> list[str]:
     """Implementation x problem: points earned / possible where graded, "." where the reference ran."""
     width = max(len(o.key) for o in outcomes) + 2
-    lines = [f"{'implementation':<{width}}" + "".join(f"{f'P{n}':>9}" for n in PROBLEMS) + "   verdict"]
+    lines = [f"{'implementation':<{width}}" + "".join(f"{f'P{n}':>9}" for n in PROBLEMS)
+             + f"{'lost in':>9}{'out':>6}   verdict"]
     for o in outcomes:
         cells = "".join(f"{f'{o.earned[n]:g}/{o.possible[n]:g}' if n in o.possible else '.':>9}" for n in PROBLEMS)
-        lines.append(f"{o.key:<{width}}{cells}   {'ok' if not o.verdict else 'WRONG: ' + '; '.join(o.verdict)}")
+        lost = (f"{points_lost_inside(o):>9g}{sum(points_lost_outside(o).values()):>6g}" if o.kind == CHAFF
+                else f"{'':>15}")
+        lines.append(f"{o.key:<{width}}{cells}{lost}   {'ok' if not o.verdict else 'WRONG: ' + '; '.join(o.verdict)}")
+    return lines
+
+
+def largest_losses(outcomes: list[Outcome]) -> list[str]:
+    """Per problem, the most points one chaff of it lost on the problem itself and on all the others
+    together, which chaff, and a mark where either is more than half the problem: a markdown table."""
+    lines = ["| problem | points | largest loss inside | largest loss outside |", "|---|---:|---|---|"]
+    for number, problem in PROBLEMS.items():
+        mine = [o for o in outcomes if o.kind == CHAFF and o.problem == number and number in o.possible]
+        if not mine:
+            continue
+        possible = mine[0].possible[number]
+
+        def cell(o: Outcome, lost: float) -> str:
+            flag = " **over half**" if lost > possible / 2 else ""
+            return f"{lost:g} (`{o.key.split('-chaff-', 1)[1]}`){flag}" if lost else "0"
+
+        inside = max(mine, key=points_lost_inside)
+        outside = max(mine, key=lambda o: sum(points_lost_outside(o).values()))
+        lines.append(f"| {number}. {problem.title} | {possible:g} | {cell(inside, points_lost_inside(inside))} | "
+                     f"{cell(outside, sum(points_lost_outside(outside).values()))} |")
     return lines
 
 
@@ -178,6 +217,9 @@ def summary(outcomes: list[Outcome]) -> list[str]:
         lines.append(f"  {o.key}: " + ", ".join(
             f"-{lost:g} on P{n} ({'stated' if n in STATED_COSTS.get(o.problem, ()) else 'NOT stated'})"
             for n, lost in lost_by.items()))
+    if chaff:
+        lines += ["", "largest single-mistake loss per problem (CPU tests, public + hidden):"]
+        lines += largest_losses(outcomes)
     stubs = next((o for o in outcomes if o.kind == "stubs"), None)
     if stubs is not None:
         lines.append(f"stubs: {sum(stubs.earned.values()):g} of {sum(stubs.possible.values()):g} points")
@@ -193,11 +235,20 @@ def sample(variants: list[Variant]) -> list[Variant]:
     return picked
 
 
-def main_validate(sampled: bool, problems: set[int] | None, jobs: int, gpu: bool = False) -> int:
+def named(variants: list[Variant], names: set[str]) -> list[Variant]:
+    """The variants called one of `names` (a name or a key), or a ValueError naming those none is called."""
+    unknown = names - {v.name for v in variants} - {v.key for v in variants}
+    if unknown:
+        raise ValueError(f"no variant is called {', '.join(sorted(unknown))}")
+    return [v for v in variants if v.name in names or v.key in names]
+
+
+def main_validate(sampled: bool, problems: set[int] | None, jobs: int, gpu: bool = False,
+                  names: set[str] = frozenset()) -> int:
     variants = load_variants(problems)
-    chosen = gradable(sample(variants) if sampled else variants, gpu)
+    chosen = gradable(sample(variants) if sampled else named(variants, names) if names else variants, gpu)
     started = time.monotonic()
-    outcomes = validate(chosen, jobs, stubs=problems is None, gpu=gpu)
+    outcomes = validate(chosen, jobs, stubs=problems is None and not names, gpu=gpu)
     for line in matrix(outcomes) + [""] + summary(outcomes):
         print(line)
     gpu_only = [v.key for v in variants if v.kind == CHAFF and not v.catches]
