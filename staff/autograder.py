@@ -17,6 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
+from adapters._text import shown_text
 from staff.gradescope import failure_results, write_json_atomically
 from staff.outcomes import Outcome
 
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"protections: {result.protections}")
     except Exception:  # noqa: BLE001 - whatever broke, the student gets a result and the staff the traceback
         failure = traceback.format_exc()
-        print(failure, file=sys.stderr)
+        print(shown_text(failure), file=sys.stderr)  # the console the staff read: no terminal escapes
         write_json_atomically(failure_results("The autograder itself failed, so your submission was not graded "
                                               "(this is not your fault; tell the course staff).",
                                               time.monotonic() - started), results)
