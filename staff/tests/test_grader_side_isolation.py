@@ -36,3 +36,33 @@ def test_a_grader_failures_traceback_in_results_json_is_scrubbed(tmp_path):
     assert "the grader broke on" in document["output"] and "Traceback" in document["output"]
     shown = [text for text in strings(document) if CONTROLS.search(text)]
     assert not shown, f"control characters in a failure's results.json: {shown[:2]!r}"
+
+
+DEEP_TREE_AT_IMPORT = '''
+import os as _os
+_here = _os.open(".", _os.O_RDONLY | _os.O_DIRECTORY)
+for _ in range(1_200):  # deeper than shutil.rmtree's recursion goes
+    _os.mkdir("d", dir_fd=_here)
+    _below = _os.open("d", _os.O_RDONLY | _os.O_DIRECTORY, dir_fd=_here)
+    _os.close(_here)
+    _here = _below
+_os.close(_here)
+'''
+
+
+def test_gpu_reports_scratch_goes_whatever_the_submission_left_in_it(tmp_path, monkeypatch):
+    # Mistake: tempfile.TemporaryDirectory (shutil.rmtree) for the report's scratch folder, the
+    # submission's working directory: a tree 1,200 folders deep made at import raised RecursionError
+    # out of the report and left the folder on disk.
+    from staff import samples
+    from staff.gpu_report import run_report
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temporary))
+    package = samples.reference(tmp_path / "submission")
+    (package / "flops.py").write_text((package / "flops.py").read_text() + DEEP_TREE_AT_IMPORT)
+    report, files = run_report(tmp_path / "submission", "cpu", [64], ["float32"], 1, 1, tmp_path / "out",
+                               samples.REPO_ROOT)
+    assert report["rows"] and all(path.exists() for path in files)
+    assert list(temporary.iterdir()) == [], "the report's scratch folder outlived it"
