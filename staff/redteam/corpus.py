@@ -17,6 +17,7 @@ Each case is a folder under `cases/` with a `case.toml`:
                   alone (an empty list: with every protection on)
     hidden_visibility   grade it with this visibility of the hidden tests (default: the grader's)
     memory_budget_mib   the test process may peak at most this many MiB above the reference's
+    run_timeout_s       grade it with this limit on the whole run (default: the grader's)
 
     attack_in     functions ("module.function", "module.Class.method", or "*" for every one) that
                   call `attack(locals())` from the case's `cs336_basics/_attack.py` before their own body
@@ -62,6 +63,7 @@ class Case:
     off: tuple[str, ...] = ()
     hidden_visibility: str | None = None
     memory_budget_mib: int | None = None
+    run_timeout_s: float | None = None
     folder: Path = field(default=Path(), compare=False)
 
 

@@ -91,7 +91,8 @@ def graded(tmp_path_factory) -> Graded:
         off = case.off if case is not None else ()
         confined = dataclasses.replace(options, **{name: False for name in off})
         visibility = {"hidden_visibility": case.hidden_visibility} if case and case.hidden_visibility else {}
-        return grade(path, sandbox=confined, progress=False, **visibility)
+        limit = {"timeout_s": case.run_timeout_s} if case and case.run_timeout_s else {}
+        return grade(path, sandbox=confined, progress=False, **visibility, **limit)
 
     out = tmp_path_factory.mktemp("grades")
     for marker in {c.marker for c in cases.values() if c.marker}:
