@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 
         settings = Settings.load(args.settings) if args.settings.exists() else Settings(run_timeout_s=DEADLINE_S)
         result = grade(args.root / "submission", timeout_s=settings.run_timeout_s, progress=False,
-                       hidden_visibility=settings.hidden_visibility, sandbox=SandboxOptions.of(settings))
-        write_json_atomically(results_json(result), results)
+                       hidden_visibility=settings.hidden_visibility, sandbox=SandboxOptions.of(settings),
+                       on_graded=lambda made: write_json_atomically(results_json(made), results))  # before clean-up
         print(result.output)
         print(f"protections: {result.protections}")
     except Exception:  # noqa: BLE001 - whatever broke, the student gets a result and the staff the traceback

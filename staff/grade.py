@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from adapters._text import shown_text
 from staff import collected
 from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
-from staff.sandbox import memory
+from staff.sandbox import confine, memory
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
@@ -387,6 +388,7 @@ def grade(
     progress: bool = True,
     problems: set[int] | None = None,
     gpu: bool = False,
+    on_graded: Callable[[Grade], None] | None = None,
 ) -> Grade:
     """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
 
@@ -404,11 +406,15 @@ def grade(
         problems: run only these problems' tests (None: every problem's).
         gpu: grade only the GPU part: the public tests marked `cuda` (the hidden suite has none), on
             this machine's GPU. A CPU grade deselects them, GPU or not, so the two parts add up.
+        on_graded: called with the grade once it is made, before the scratch folder is removed (to
+            write results.json first: whatever the submission left there cannot delay or lose it).
     """
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {hidden_visibility!r}")
     hidden = hidden and HIDDEN_SUITE.is_dir() and not gpu
     started = time.monotonic()
+    if not in_process:  # a worker of this user (as an ordinary user) cannot read this process's environment or memory
+        confine.set_dumpable(False)
     options = sandbox or SandboxOptions()
     if test_timeout_s is not None:  # a copy: the caller's options (shared by a batch's grades) stay as they were
         options = dataclasses.replace(options, test_budget_s=test_timeout_s)
@@ -474,7 +480,10 @@ def grade(
         peak = memory.peak_bytes()
         if peak is not None:
             usage["memory cgroup peak (all it holds, page cache included)"] = peak
-    table = "" if outcome.grader_failure else "\n".join(format_table(tests, hidden_visibility == "visible"))
-    return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
-                 protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
-                 graded_files=graded_files)
+        table = "" if outcome.grader_failure else "\n".join(format_table(tests, hidden_visibility == "visible"))
+        result = Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
+                       protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
+                       graded_files=graded_files)
+        if on_graded is not None:  # the grade is kept (results.json written) before the clean-up starts
+            on_graded(result)
+    return result

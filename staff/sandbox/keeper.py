@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -89,6 +89,9 @@ def main(command: list[str]) -> None:
     # Should the grader die, this keeper is told (SIGTERM) and still ends everything below it. The
     # run checks that its parent is the one that started it: that is now this keeper.
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    # Where the worker runs as this user (no user of its own), its /proc entries (environment, memory,
+    # open files) are closed to it (they become root's), as are the run's and the grader's.
+    _prctl(PR_SET_DUMPABLE, 0)
     env = {**os.environ, "STAFF_GRADER_PID": str(os.getpid())} if "STAFF_GRADER_PID" in os.environ else None
     run = subprocess.Popen(command, env=env)
 

@@ -170,3 +170,20 @@ def test_a_grades_code_folder_is_readable_by_its_own_worker_alone(tmp_path):
         module = workspace.code / "cs336_basics" / "strides.py"
         assert _reads_as(workspace.uid, module), "the grade's own worker cannot read its code"
         assert not _reads_as(workspace.uid + 1, module), "another grade's worker reads this grade's code"
+
+
+def test_the_grade_is_delivered_before_its_scratch_folder_is_removed(tmp_path, monkeypatch):
+    # Mistake: results.json written only once grade() has returned, after the clean-up: a clean-up
+    # that takes long (or a grader killed during it) delays or loses a grade that was already made.
+    from staff.grade import grade
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temporary))
+    (tmp_path / "empty").mkdir()  # no package: the grade is made without running anything
+    seen = []
+    made = grade(tmp_path / "empty", progress=False, hidden=False,
+                 on_graded=lambda result: seen.append((result, [p.name for p in temporary.iterdir()])))
+    assert len(seen) == 1 and seen[0][0] is made
+    assert any(name.startswith("staff-grade-") for name in seen[0][1]), "delivered after the clean-up"
+    assert not any(p.name.startswith("staff-grade-") for p in temporary.iterdir())
