@@ -132,6 +132,8 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
             cases[upload.name], uploads[upload.name] = case, (name, off)
     uid = worker_uids().pick()
     assert uid is not None, "no uid free for the stand-in user"
+    out.mkdir()
+    os.chown(out, uid, uid)  # the ordinary user's own folder for the grades
     session = StandInSession(base, uid)
     for marker in {c.marker for c in cases.values() if c.marker}:
         Path(marker).unlink(missing_ok=True)

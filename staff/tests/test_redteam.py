@@ -79,7 +79,7 @@ def test_each_case_graded_as_an_ordinary_user_gets_the_score_it_must_get(graded_
     assert protections["separate user"].startswith("off"), f"not graded as an ordinary user: {protections}"
     on = {"system calls", "file access", "signals out"} | \
         ({"network namespace", "pid namespace"} if "namespaces" not in graded_as_user.cases[key].off else set())
-    assert all(protections.get(name) == "on" for name in on), f"a protection was off: {protections}"
+    assert all(str(protections.get(name)).startswith("on") for name in on), f"a protection was off: {protections}"
 
 
 def test_the_reference_graded_as_an_ordinary_user_keeps_full_marks(graded_as_user):
