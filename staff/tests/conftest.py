@@ -26,6 +26,8 @@ from staff.pins import python_pin
 from staff.redteam.corpus import Case, build, load_cases
 from staff.redteam.ordinary import StandInSession, grade_as, grader_for
 from staff.redteam.planted import planted_sources
+from staff.sandbox.client import kill_user
+from staff.sandbox.leftovers import remove_leftovers
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
 
@@ -143,6 +145,8 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
         yield GradedAsUser(out, cases, list(session.connections), said)
     finally:
         remove_tree(base)
+        kill_user(uid)  # nothing of the throwaway user is left: no process, nothing in /tmp (torch's
+        remove_leftovers(uid)  # /tmp/torchinductor_USER, which the test process makes)
 
 
 @pytest.fixture(scope="session")

@@ -187,3 +187,17 @@ def test_the_grade_is_delivered_before_its_scratch_folder_is_removed(tmp_path, m
     assert len(seen) == 1 and seen[0][0] is made
     assert any(name.startswith("staff-grade-") for name in seen[0][1]), "delivered after the clean-up"
     assert not any(p.name.startswith("staff-grade-") for p in temporary.iterdir())
+
+
+def test_what_the_clean_up_could_not_remove_is_named_without_control_characters(monkeypatch, capsys):
+    # Mistake: the warning printing the names the submission chose as they are: a folder named
+    # "\x1b]0;...\x07" or "\u202e..." drove the TA's terminal.
+    from staff.sandbox.removal import scratch_folder
+
+    monkeypatch.setattr("staff.sandbox.removal.remove_tree", lambda path: [f"{path}/{NASTY}: Permission denied"])
+    with scratch_folder("staff-test-") as kept:
+        pass
+    said = capsys.readouterr().err
+    kept.rmdir()
+    assert "not removed whole" in said and "Permission denied" in said
+    assert not CONTROLS.search(said.replace("\n", "")), f"control characters on the console: {said!r}"
