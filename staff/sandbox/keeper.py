@@ -73,7 +73,7 @@ def end_everything_below(rounds: int = 1000) -> None:
             except (ProcessLookupError, PermissionError):
                 pass
         try:
-            while os.waitpid(-1, 0 if found else os.WNOHANG)[0]:
+            while os.waitpid(-1, os.WNOHANG)[0]:  # never blocks: a process that will not die cannot hold the keeper
                 pass
         except ChildProcessError:
             pass
