@@ -7,8 +7,12 @@ import types
 _MINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this grade's own code folder
 
 
+# The neighbour the red team lays out (this tree's layout, whatever else runs on the machine).
+NEIGHBOUR = "/tmp/staff-grade-neighbour-"
+
+
 def _candidates():
-    found = set(glob.glob("/tmp/staff-grade-*/code"))
+    found = set(glob.glob(NEIGHBOUR + "*/code"))
     for entry in glob.glob("/proc/[0-9]*/cmdline"):
         try:
             with open(entry, "rb") as handle:
@@ -16,7 +20,7 @@ def _candidates():
         except OSError:
             continue
         for argument in arguments:
-            if argument.endswith(b"/worker.py"):
+            if argument.endswith(b"/worker.py") and argument.startswith(NEIGHBOUR.encode()):
                 found.add(os.path.dirname(argument.decode(errors="replace")))
     return sorted(folder for folder in found if os.path.abspath(folder) != _MINE)
 
