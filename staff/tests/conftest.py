@@ -142,11 +142,18 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
     try:
         with planted_sources(), session.listening():
             said = grade_as(session, folder, out, uploads, timeout_s=BATCH_TIMEOUT_S - 60)
+        _remove_user(uid)  # before the tests look for what workers left
         yield GradedAsUser(out, cases, list(session.connections), said)
     finally:
         remove_tree(base)
-        kill_user(uid)  # nothing of the throwaway user is left: no process, nothing in /tmp (torch's
-        remove_leftovers(uid)  # /tmp/torchinductor_USER, which the test process makes)
+        _remove_user(uid)
+
+
+def _remove_user(uid: int) -> None:
+    """Nothing of the throwaway user left: no process, nothing of its in /tmp, /var/tmp or /dev/shm
+    (torch's /tmp/torchinductor_USER, which its test process makes)."""
+    kill_user(uid)
+    remove_leftovers(uid)
 
 
 @pytest.fixture(scope="session")
