@@ -17,6 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
+from adapters._text import shown_text
 from staff.gradescope import failure_results, write_json_atomically
 from staff.outcomes import Outcome
 
@@ -53,13 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
         settings = Settings.load(args.settings) if args.settings.exists() else Settings(run_timeout_s=DEADLINE_S)
         result = grade(args.root / "submission", timeout_s=settings.run_timeout_s, progress=False,
-                       hidden_visibility=settings.hidden_visibility, sandbox=SandboxOptions.of(settings))
-        write_json_atomically(results_json(result), results)
+                       hidden_visibility=settings.hidden_visibility, sandbox=SandboxOptions.of(settings),
+                       on_graded=lambda made: write_json_atomically(results_json(made), results))  # before clean-up
         print(result.output)
         print(f"protections: {result.protections}")
     except Exception:  # noqa: BLE001 - whatever broke, the student gets a result and the staff the traceback
         failure = traceback.format_exc()
-        print(failure, file=sys.stderr)
+        print(shown_text(failure), file=sys.stderr)  # the console the staff read: no terminal escapes
         write_json_atomically(failure_results("The autograder itself failed, so your submission was not graded "
                                               "(this is not your fault; tell the course staff).",
                                               time.monotonic() - started), results)

@@ -57,10 +57,10 @@ def _grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
 
     settings, sandbox = from_arguments(args), _sandbox_options(args, jobs)
 
-    def run(submission: Path):
+    def run(submission: Path, on_graded=None):
         return grade(submission, timeout_s=settings.run_timeout_s, verbose=args.verbose, hidden=not args.no_hidden,
                      hidden_visibility=settings.hidden_visibility, sandbox=sandbox, in_process=args.in_process,
-                     progress=progress, gpu=args.gpu)
+                     progress=progress, gpu=args.gpu, on_graded=on_graded)
 
     return run
 
@@ -89,12 +89,11 @@ def _grade(args: argparse.Namespace) -> int:
     out = args.out or (DEFAULT_GPU_RESULTS if args.gpu else DEFAULT_RESULTS)
     print(f"grading {submission}", file=sys.stderr)
     try:
-        result = _grader(args, progress=True)(submission)
+        result = _grader(args, progress=True)(submission, on_graded=lambda made: write_results(made, out))
     except KeyboardInterrupt:
         stop_running()
         print("staff grade: interrupted; nothing was written", file=sys.stderr)
         return 130
-    write_results(result, out)
     _print_protections(result.protections)
     if result.graded_files:
         taken = result.graded_files

@@ -21,10 +21,11 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+
+from staff.sandbox.removal import scratch_folder
 
 REPORT_NAME = "gpu-check.md"
 
@@ -185,8 +186,8 @@ def main_check(args: argparse.Namespace, repo: Path) -> int:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     facts = device_facts()
     print(f"staff gpu-check on {facts['device']}: 1/3 the cuda tests on the reference", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="staff-gpu-check-") as scratch:
-        tests, tail = run_cuda_tests(repo, Path(scratch))
+    with scratch_folder("staff-gpu-check-") as scratch:
+        tests, tail = run_cuda_tests(repo, scratch)
     if not tests:
         tests = f"pytest wrote no results; the end of its output:\n\n```text\n{tail}\n```"
     variants: list[VariantOutcome] | str = "not run (--no-validate)"

@@ -19,8 +19,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from staff.sandbox.removal import scratch_folder
 
 DTYPES = ("bfloat16", "float32")
 SIZES = (1024, 2048, 4096, 8192)
@@ -197,8 +198,7 @@ def run_report(submission: Path | None, device: str, sizes: list[int], dtypes: l
     """
     from staff.submission import SubmissionError, lay_package
 
-    with tempfile.TemporaryDirectory(prefix="staff-gpu-report-") as scratch_name:
-        scratch = Path(scratch_name)
+    with scratch_folder("staff-gpu-report-") as scratch:  # whatever the submission left there goes too
         if submission is not None:
             try:
                 lay_package(submission, scratch / "cs336_basics")

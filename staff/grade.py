@@ -9,6 +9,7 @@ limit) score 0 with a note, so every run ends in a complete result.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from adapters._text import shown_text
 from staff import collected
 from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
-from staff.sandbox import memory, memory_group
+from staff.sandbox import confine, memory, memory_group
 from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
@@ -62,15 +64,33 @@ _running: set[subprocess.Popen] = set()  # test runs in progress, so an interrup
 _running_lock = threading.Lock()
 
 
+KEEPER = Path(__file__).resolve().parent / "sandbox" / "keeper.py"
+KEEPER_GRACE_S = 30.0  # for the keeper to end the run and every process below it
+
+
+def _end(keeper: subprocess.Popen) -> None:
+    """End a test run: its keeper kills the run and every process below it, then ends; a keeper
+    that has not ended within KEEPER_GRACE_S is killed with its process group."""
+    try:
+        keeper.send_signal(signal.SIGTERM)
+        keeper.wait(KEEPER_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(keeper.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stop_running() -> None:
-    """Kill every test run this process started that is still going (and, with it, its worker)."""
+    """End every test run this process started that is still going (and, with it, its worker)."""
     with _running_lock:
         children = list(_running)
+    for child in children:  # every keeper starts its clean-up at once; then each is waited for
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM)
     for child in children:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _end(child)
 
 
 @dataclass
@@ -168,8 +188,9 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
     report_path, log_path = workspace / REPORT, workspace / LOG
     # Plain asserts: the checks' messages say everything, and rewriting every test module costs seconds.
     # No tracebacks from pytest: the points plugin writes each failure's text itself, far more cheaply.
-    command = [sys.executable, "-m", "pytest", *suites, "--grading-report", str(report_path), "-q", "--tb=no",
-               "-p", "no:cacheprovider", "--color=no", "--assert=plain", *extra]
+    # Under a keeper (staff/sandbox/keeper.py): however the run ends, no process it started is left.
+    command = [sys.executable, "-I", str(KEEPER), sys.executable, "-m", "pytest", *suites, "--grading-report",
+               str(report_path), "-q", "--tb=no", "-p", "no:cacheprovider", "--color=no", "--assert=plain", *extra]
     killed_before = memory.oom_kills()
     with log_path.open("w") as log:
         env = {**_child_env(workspace), "STAFF_GRADER_PID": str(os.getpid())}
@@ -189,7 +210,7 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
                 bar.update(progress.finished - bar.n)
         timed_out = child.poll() is None
         if timed_out:
-            os.killpg(child.pid, signal.SIGKILL)
+            _end(child)
         child.wait()
         with _running_lock:
             _running.discard(child)
@@ -338,6 +359,21 @@ def graded_tests(workspace: Path, hidden: bool, problems: set[int] | None, gpu: 
     return listed if listed is not None else collect_only(workspace, hidden, problems, gpu, hidden_visibility)
 
 
+def _end_worker_user(uid: int | None) -> None:
+    """After the run, however it ended: every process of the worker's user of its own killed, and
+    what it left in the shared folders removed (the keeper has ended every process below the run;
+    this catches whatever is not, by uid). Nothing to do without such a user."""
+    if uid is None or os.geteuid() != 0:
+        return
+    from staff.sandbox.client import kill_user
+    from staff.sandbox.leftovers import remove_leftovers
+
+    kill_user(uid)
+    left = remove_leftovers(uid)
+    if left:
+        print(f"the grader could not remove what the worker's user {uid} left: {left[:5]}", file=sys.stderr)
+
+
 def _lay(submission: Path, scratch: Path) -> tuple[Path, Intake | None, str | None]:
     """The submission's package laid out in `scratch/submitted`, what was taken in, and why it is
     unusable (None, and the reason, when it is)."""
@@ -364,6 +400,7 @@ def grade(
     progress: bool = True,
     problems: set[int] | None = None,
     gpu: bool = False,
+    on_graded: Callable[[Grade], None] | None = None,
 ) -> Grade:
     """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
 
@@ -381,11 +418,15 @@ def grade(
         problems: run only these problems' tests (None: every problem's).
         gpu: grade only the GPU part: the public tests marked `cuda` (the hidden suite has none), on
             this machine's GPU. A CPU grade deselects them, GPU or not, so the two parts add up.
+        on_graded: called with the grade once it is made, before the scratch folder is removed (to
+            write results.json first: whatever the submission left there cannot delay or lose it).
     """
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {hidden_visibility!r}")
     hidden = hidden and HIDDEN_SUITE.is_dir() and not gpu
     started = time.monotonic()
+    if not in_process:  # a worker of this user (as an ordinary user) cannot read this process's environment or memory
+        confine.set_dumpable(False)
     options = sandbox or SandboxOptions()
     if test_timeout_s is not None:  # a copy: the caller's options (shared by a batch's grades) stay as they were
         options = dataclasses.replace(options, test_budget_s=test_timeout_s)
@@ -411,6 +452,7 @@ def grade(
         protections, usage = {}, {}
         if problem is None:
             report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
+            _end_worker_user(workspace.uid)
             tests, outcome, details, never_ran = list(report.tests.values()), report.outcome, report.details, \
                 report.never_ran
             protections = dict(report.notes.get("protections") or {})
@@ -452,7 +494,10 @@ def grade(
         peak = memory.peak_bytes()
         if peak is not None:
             usage["memory cgroup peak (all it holds, page cache included)"] = peak
-    table = "" if outcome.grader_failure else "\n".join(format_table(tests, hidden_visibility == "visible"))
-    return Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
-                 protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
-                 graded_files=graded_files)
+        table = "" if outcome.grader_failure else "\n".join(format_table(tests, hidden_visibility == "visible"))
+        result = Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
+                       protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
+                       graded_files=graded_files)
+        if on_graded is not None:  # the grade is kept (results.json written) before the clean-up starts
+            on_graded(result)
+    return result

@@ -21,6 +21,7 @@ import json
 import re
 from pathlib import Path
 
+from adapters._text import shown_text
 from staff.atomic import atomic_file
 from staff.grade import Grade
 from staff.outcomes import Outcome
@@ -85,7 +86,9 @@ def results_json(grade: Grade, visibility: str = "visible") -> dict:
 
 def failure_results(message: str, seconds: float = 0.0, outcome: Outcome = Outcome.GRADER_ERROR) -> dict:
     """A results document for a grade that could not run at all (`outcome`, a grader failure): 0, and
-    the reason, which extra_data holds as "grader_failure" too."""
+    the reason, which extra_data holds as "grader_failure" too. The message (a traceback, which can
+    quote the submission's names and messages) is shown as `shown_text` makes it."""
+    message = shown_text(message)
     return {"score": 0.0, "execution_time": round(seconds, 1), "output": fenced(message), "output_format": "md",
             "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
             "extra_data": {"outcome": outcome.value, "grader_failure": message}}

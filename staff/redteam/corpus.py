@@ -20,6 +20,7 @@ Each case is a folder under `cases/` with a `case.toml`:
     outcomes      how its grade may end (results.json's extra_data "outcome"; default: any): a case that
                   must not turn its grade into "not graded" lists the others
     memory_budget_mib   the test process may peak at most this many MiB above the reference's
+    run_timeout_s       grade it with this limit on the whole run (default: the grader's)
 
     attack_in     functions ("module.function", "module.Class.method", or "*" for every one) that
                   call `attack(locals())` from the case's `cs336_basics/_attack.py` before their own body
@@ -67,6 +68,7 @@ class Case:
     memory_budget_mib: int | None = None
     memory_gib: float | None = None
     outcomes: tuple[str, ...] = ()
+    run_timeout_s: float | None = None
     folder: Path = field(default=Path(), compare=False)
 
 

@@ -6,7 +6,9 @@ red team plants the reference's modules in all three (readable by every user), a
 readable by all (`keys-carry-sources` looks for it in /proc/keys), while its batch is graded; the
 cases named `read-planted-sources-*` look for them with one protection off at a time and must still
 score 0. It also listens on a unix socket file and an abstract unix socket, which
-`connect-to-a-socket-file` must not reach.
+`connect-to-a-socket-file` must not reach, and lays out a neighbour's grade (the reference's code
+folder, as `staff.sandbox.layout.build` makes it for a worker of its own) under /tmp, with a process
+whose command line names it as a running worker's does, which `copy-a-neighbours-code` looks for.
 """
 
 from __future__ import annotations
@@ -63,8 +65,8 @@ def planted_sources() -> Iterator[list[str]]:
                 path.write_bytes(data)
                 path.chmod(0o644)
                 planted.append(str(path))
-        with _key(libc, data) as key, _listening() as listening:
-            yield planted + key + listening
+        with _key(libc, data) as key, _listening() as listening, _neighbour() as neighbour:
+            yield planted + key + listening + neighbour
     finally:
         if segment >= 0:
             libc.shmctl(segment, IPC_RMID, None)
@@ -115,3 +117,33 @@ def _listening() -> Iterator[list[str]]:
         for listener in opened:
             listener.close()
         Path(SOCKETS[0]).unlink(missing_ok=True)
+
+
+NEIGHBOUR_PREFIX = "staff-grade-neighbour-"  # the planted neighbour's scratch folder, under /tmp
+
+
+@contextlib.contextmanager
+def _neighbour() -> Iterator[list[str]]:
+    """A grade's folders laid out for the reference as the grader lays them out (its code folder
+    given to a worker user of its own), and a process whose command line is a worker's
+    (`python ... CODE/worker.py CONFIG`) while the block runs; both gone afterwards."""
+    import subprocess
+    import tempfile
+
+    from staff.grade import SUITE_PARTS
+    from staff.sandbox.layout import SandboxOptions, build
+    from staff.sandbox.removal import remove_tree
+
+    scratch = Path(tempfile.mkdtemp(prefix=NEIGHBOUR_PREFIX, dir="/tmp"))
+    sleeper = None
+    try:
+        workspace = build(scratch, REPO_ROOT, REPO_ROOT / "cs336_basics", SUITE_PARTS, False, SandboxOptions())
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(86400)",
+                                    str(workspace.code / "worker.py"), str(workspace.grader / "launch.json")],
+                                   stdin=subprocess.DEVNULL)
+        yield [f"a neighbour's code folder {workspace.code}"]
+    finally:
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+        remove_tree(scratch)

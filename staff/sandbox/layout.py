@@ -2,8 +2,9 @@
 
     SCRATCH/            mode 0711: others may pass through, not look
       grader/           0700, the grader's own: suites, adapters, the plugin, report and log
-      code/             read-only for the worker: worker.py, frames.py, confine.py,
-                        the grader's adapters/ and the submission's cs336_basics/
+      code/             0750/0640, the grader's, in the worker's group (0700/0600 without a user of
+                        its own): worker.py, frames.py, confine.py, the grader's adapters/ and the
+                        submission's cs336_basics/, read-only for its worker and closed to any other
       worker/           0700, owned by the worker's user: its working folder
       shared/           0711, root's: one folder per test that both sides use (a test's tmp_path),
                         each made by the grader when the test starts and then given to the worker's user
@@ -83,6 +84,7 @@ class Workspace:
     shared: Path
     settings: Path | None  # the sandbox plugin's settings (None when grading in-process)
     no_user: str | None = None  # why the worker has no user of its own though one was asked for
+    uid: int | None = None  # the worker's user of its own, where it has one
 
 
 def make_shared_folder(shared: Path, name: str, owner: tuple[int, int] | None) -> Path:
@@ -137,12 +139,18 @@ def _copy_tree(source: Path, dest: Path) -> None:
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def _open_to_others(root: Path) -> None:
-    """Folders 0755 and files 0644 under `root`: readable by the worker's user, writable by none."""
-    for folder, dirs, files in os.walk(root):
-        os.chmod(folder, 0o755)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o644)
+def _for_the_worker_alone(root: Path, gid: int | None) -> None:
+    """Everything under `root` readable by the grade's worker and by no other user: the grader's own,
+    in the worker's group (folders 0750, files 0640), so the worker reads but cannot change it (it is
+    not the owner, and the launcher, still root, runs worker.py from it). Without a user of its own
+    (`gid` None) the worker runs as the grader's user: folders 0700, files 0600. Another grade's worker
+    that reads the path in /proc/*/cmdline finds it closed."""
+    folder_mode, file_mode = (0o700, 0o600) if gid is None else (0o750, 0o640)
+    for folder, _, files in os.walk(root):
+        for path in (folder, *(os.path.join(folder, name) for name in files)):
+            if gid is not None:
+                os.chown(path, -1, gid, follow_symlinks=False)
+            os.chmod(path, folder_mode if path == folder else file_mode)
 
 
 def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...], hidden: bool,
@@ -171,18 +179,18 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         shutil.copyfile(repo / "staff" / "sandbox" / name, code / name)
     _copy_tree(repo / "adapters", code / "adapters")
     _copy_tree(package, code / "cs336_basics")
-    _open_to_others(code)
     worker.mkdir(mode=0o700)
     shared.mkdir(mode=0o711)
     uid, no_user = None, None
     if options.separate_user and os.geteuid() == 0:
         uid, no_user = _worker_user(worker)
+    _for_the_worker_alone(code, uid)
     packages = site_packages()
     config = WorkerConfig(
         code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
         read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders()],
         devices=DEVICES + sorted(glob.glob("/dev/nvidia*")),
-        reveal=[sys.base_prefix, *packages, str(code)],
+        reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
         uid=uid, gid=uid, threads=options.threads, namespaces=options.namespaces, landlock=options.landlock,
         seccomp=options.seccomp, tmpfs=options.tmpfs, cuda=options.cuda,
         limits=options.limits)
@@ -193,7 +201,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         "import_timeout_s": options.import_timeout_s, "modules": module_names(package, "cs336_basics"),
         "jobs": options.jobs,
     }))
-    return Workspace(scratch, grader, code, worker, shared, settings, no_user)
+    return Workspace(scratch, grader, code, worker, shared, settings, no_user, uid)
 
 
 def _worker_user(folder: Path) -> tuple[int | None, str | None]:

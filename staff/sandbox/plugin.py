@@ -97,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if confine.die_with_parent() == confine.ON and grader and os.getppid() != int(grader):
         raise pytest.UsageError("the grader that started this run has already ended")
     become_subreaper()  # a daemon the worker starts stays below this process, where stop() ends it
+    confine.set_dumpable(False)  # a worker of this user (no user of its own) cannot read this process's /proc entries
     sandbox = Sandbox(json.loads(Path(path).read_text()))
     sys.meta_path.insert(0, RefuseImport())
     set_route(sandbox.route)

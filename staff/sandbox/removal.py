@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters._text import shown_text
+
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_REPORTED = 20  # problems named; a tree can hold thousands
 
@@ -169,6 +171,6 @@ def scratch_folder(prefix: str) -> Iterator[Path]:
             left = remove_tree(folder)
         except Exception as error:  # noqa: BLE001 - a bug here must not cost the grade made in the block
             left = [f"{folder}: {type(error).__name__}: {error}"]
-        if left:
-            print(f"warning: the scratch folder {folder} was not removed whole:\n  " + "\n  ".join(left),
+        if left:  # names the submission chose: shown without their control characters
+            print(shown_text(f"warning: the scratch folder {folder} was not removed whole:\n  " + "\n  ".join(left)),
                   file=sys.stderr)

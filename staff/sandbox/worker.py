@@ -38,7 +38,7 @@ def _confine(config: dict, status: dict[str, str]) -> None:
         if config["uid"] is None:
             status["separate user"] = confine.off("not asked for")
         else:
-            opened = confine.reveal(config["reveal"], [config["folder"], config["shared"]])
+            opened = confine.reveal(config["reveal"], [config["folder"], config["shared"], config["code"]])
             status["separate user"] = confine.drop_user(config["uid"], config["gid"]) if opened == confine.ON \
                 else confine.off(f"the Python environment is not reachable by another user ({opened[5:]})")
         if status["separate user"] != confine.ON:

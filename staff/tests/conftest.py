@@ -9,6 +9,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,12 +21,15 @@ from staff.batch import grade_batch
 from staff.bundle import unpack
 from staff.bytecode import ensure_compiled
 from staff.cli import main
-from staff.grade import REPO_ROOT, grade
+from staff.grade import REPO_ROOT
 from staff.pins import python_pin
 from staff.redteam.corpus import Case, build, load_cases
+from staff.redteam.ordinary import StandInSession, grade_as, grader_for
 from staff.redteam.planted import planted_sources
-from staff.sandbox.client import Limits
-from staff.sandbox.layout import SandboxOptions
+from staff.sandbox.client import kill_user
+from staff.sandbox.leftovers import remove_leftovers
+from staff.sandbox.removal import remove_tree
+from staff.sandbox.uids import worker_uids
 
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
 # end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
@@ -48,9 +53,6 @@ def compiled_environment() -> None:
     ensure_compiled()
 
 
-TEST_BUDGET_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
-IMPORT_TIMEOUT_S = 20.0
-DISK_BYTES = 256 << 20  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
 BATCH_TIMEOUT_S = 1800  # pytest-timeout for the tests that wait for the batch
 
 
@@ -97,18 +99,7 @@ def graded(tmp_path_factory) -> Graded:
         upload = build(case, work / case.name)
         shutil.move(upload, folder / upload.name)
         cases[upload.name.removesuffix(".zip")] = case
-    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1, jobs=2,
-                             limits=Limits(disk_bytes=DISK_BYTES))
-
-    def grader(path: Path):
-        """Each case with the protections it names turned off, and its own visibility of the hidden tests."""
-        case = cases.get(path.name.removesuffix(".zip"))
-        off = case.off if case is not None else ()
-        confined = dataclasses.replace(options, **{name: False for name in off})
-        if case is not None and case.memory_gib is not None:
-            confined.limits = dataclasses.replace(options.limits, memory_bytes=int(case.memory_gib * 2**30))
-        visibility = {"hidden_visibility": case.hidden_visibility} if case and case.hidden_visibility else {}
-        return grade(path, sandbox=confined, progress=False, **visibility)
+    grader = grader_for(cases)
 
     out = tmp_path_factory.mktemp("grades")
     for marker in {c.marker for c in cases.values() if c.marker}:
@@ -116,6 +107,68 @@ def graded(tmp_path_factory) -> Graded:
     with planted_sources():  # what an earlier grade might have left, for the cases that look for it
         grade_batch(folder, out, grader, jobs=2, progress=False)
     return Graded(out, cases)
+
+
+# Graded as an ordinary user (a TA's laptop): each with every protection on, and the run-limit case
+# without the namespaces too (as under Docker), whose survivors only the keeper can end.
+ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], "forge-grading-report": [()],
+                  "daemons-that-outlive-the-grade": [()], "survive-the-deadline": [(), ("namespaces",)],
+                  "reach-the-tas-session": [()]}
+AS_USER = "-as-an-ordinary-user"
+
+
+@dataclass
+class GradedAsUser(Graded):
+    connections: list[str] = dataclasses.field(default_factory=list)  # stand-in session sockets reached
+    said: str = ""  # what the grading run printed
+
+
+@pytest.fixture(scope="session")
+def graded_as_user(tmp_path_factory) -> GradedAsUser:
+    """The reference and ORDINARY_CASES graded by `staff.redteam.ordinary` as a throwaway uid with a
+    stand-in session (bus, agent, runtime folder, home) that is listened on (a few minutes).
+    STAFF_REDTEAM_CASES filters the cases as for `graded`."""
+    if sys.platform != "linux" or os.geteuid() != 0:
+        pytest.skip("needs root to make a throwaway user to grade as")
+    chosen = {name for name in os.environ.get("STAFF_REDTEAM_CASES", "").split(",") if name}
+    known = {case.folder.name: case for case in load_cases()}  # any variant: the protections are set below
+    base = Path(tempfile.mkdtemp(prefix="staff-ordinary-"))
+    base.chmod(0o755)
+    folder, work, out = base / "submissions", tmp_path_factory.mktemp("building-as-user"), base / "grades"
+    folder.mkdir()
+    samples.reference(folder / "reference")
+    cases, uploads = {}, {}
+    for name, variants in ORDINARY_CASES.items():
+        if chosen and name not in chosen:
+            continue
+        for off in variants:
+            key = "-without-".join([name, "-and-".join(off)]) if off else name
+            case = dataclasses.replace(known[name], name=key + AS_USER, off=off)
+            upload = build(case, work)
+            shutil.move(upload, folder / upload.name)
+            cases[upload.name], uploads[upload.name] = case, (name, off)
+    uid = worker_uids().pick()
+    assert uid is not None, "no uid free for the stand-in user"
+    out.mkdir()
+    os.chown(out, uid, uid)  # the ordinary user's own folder for the grades
+    session = StandInSession(base, uid)
+    for marker in {c.marker for c in cases.values() if c.marker}:
+        Path(marker).unlink(missing_ok=True)
+    try:
+        with planted_sources(), session.listening():
+            said = grade_as(session, folder, out, uploads, timeout_s=BATCH_TIMEOUT_S - 60)
+        _remove_user(uid)  # before the tests look for what workers left
+        yield GradedAsUser(out, cases, list(session.connections), said)
+    finally:
+        remove_tree(base)
+        _remove_user(uid)
+
+
+def _remove_user(uid: int) -> None:
+    """Nothing of the throwaway user left: no process, nothing of its in /tmp, /var/tmp or /dev/shm
+    (torch's /tmp/torchinductor_USER, which its test process makes)."""
+    kill_user(uid)
+    remove_leftovers(uid)
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from staff.redteam.corpus import judge, load_cases
 from staff.release.leaks import squeeze
 from staff.sandbox.leftovers import leftovers
 from staff.sandbox.uids import worker_uids
-from staff.tests.conftest import BATCH_TIMEOUT_S
+from staff.tests.conftest import AS_USER, BATCH_TIMEOUT_S, ORDINARY_CASES
 from staff.tests.processes import running_commands
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(BATCH_TIMEOUT_S)]
@@ -60,6 +60,40 @@ def test_each_case_gets_the_score_it_must_get(graded, name):
     if name not in graded.cases:
         pytest.skip("not in this batch: it needs the worker to run as a user of its own (the grader is not root "
                     "here), or STAFF_REDTEAM_CASES leaves it out")
+    check_case(graded, name)
+
+
+ORDINARY = ["-without-".join([name, "-and-".join(off)]) if off else name
+            for name, variants in ORDINARY_CASES.items() for off in variants]
+
+
+@pytest.mark.parametrize("name", ORDINARY)
+def test_each_case_graded_as_an_ordinary_user_gets_the_score_it_must_get(graded_as_user, name):
+    """As a TA grades on a laptop: the grader is not root, so the worker runs as the grader's own
+    uid (no user of its own, no tmpfs), beside a session bus, an agent and a runtime folder."""
+    key = name + AS_USER
+    if key not in graded_as_user.cases:
+        pytest.skip("STAFF_REDTEAM_CASES leaves it out")
+    check_case(graded_as_user, key)
+    protections = graded_as_user.results(key)["extra_data"]["protections"]
+    assert protections["separate user"].startswith("off"), f"not graded as an ordinary user: {protections}"
+    on = {"system calls", "file access", "signals out"} | \
+        ({"network namespace", "pid namespace"} if "namespaces" not in graded_as_user.cases[key].off else set())
+    assert all(str(protections.get(name)).startswith("on") for name in on), f"a protection was off: {protections}"
+
+
+def test_the_reference_graded_as_an_ordinary_user_keeps_full_marks(graded_as_user):
+    results = graded_as_user.results("reference")
+    assert results["score"] == results["extra_data"]["max_score"] > 0, graded_as_user.said[-2000:]
+
+
+def test_no_worker_reaches_the_ordinary_users_session(graded_as_user):
+    # The stand-in bus (a path and an abstract socket) and agent, listened on for the whole batch.
+    assert graded_as_user.connections == [], f"the grading user's session was reached: {graded_as_user.connections}"
+
+
+def check_case(graded, name: str) -> None:
+    """Everything a graded case must show (see the module's docstring)."""
     case = graded.cases[name]
     results = graded.results(name)
     assert validate_results(results) == []

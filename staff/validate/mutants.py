@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -29,6 +28,7 @@ from tqdm import tqdm
 from staff import samples
 from staff.markers import find_blocks
 from staff.problem_files import hidden_test_files, public_test_files
+from staff.sandbox.removal import scratch_folder
 from tests.grading import PROBLEMS
 
 EQUIVALENT = Path(__file__).resolve().parent / "equivalent.toml"
@@ -155,8 +155,7 @@ def killed(mutant: Mutant, timeout_s: float = 300) -> bool | None:
         source = mutated_source(mutant)
     except SyntaxError:
         return None
-    with tempfile.TemporaryDirectory(prefix="staff-mutant-") as scratch:
-        root = Path(scratch)
+    with scratch_folder("staff-mutant-") as root:
         for part in ("adapters", "tests", "pyproject.toml"):
             source_path = samples.REPO_ROOT / part
             (shutil.copytree if source_path.is_dir() else shutil.copyfile)(source_path, root / part)

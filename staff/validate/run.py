@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import functools
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tqdm import tqdm
 
@@ -29,6 +27,7 @@ from staff import samples
 from staff.grade import REPO_ROOT, collect_only, grade
 from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
+from staff.sandbox.removal import scratch_folder
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
 
@@ -75,8 +74,8 @@ def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_i
            gpu: bool = False) -> Outcome:
     started = time.monotonic()
     outcome = Outcome(key, kind, problem)
-    with tempfile.TemporaryDirectory(prefix="staff-validate-") as scratch:
-        submission = Path(scratch) / "submission"
+    with scratch_folder("staff-validate-") as scratch:
+        submission = scratch / "submission"
         build_into(submission)
         result = grade(submission, sandbox=options, progress=False, problems=problems, gpu=gpu)
     for test in result.tests:

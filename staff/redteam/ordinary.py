@@ -1,0 +1,179 @@
+"""Grading the red team as an ordinary user: a TA's laptop, where the grader is not root.
+
+There the grader has no user of its own to give the worker and no tmpfs: the worker runs as the
+TA's own uid, beside everything that uid owns. `StandInSession` plays that uid's session for a
+throwaway uid made for the test (no account has it): a home folder, a runtime folder
+(XDG_RUNTIME_DIR, 0700) holding a session bus socket and a keyring/ssh agent socket, and an abstract
+bus socket, every one listening, each connection recorded. `grade_as` runs
+`python -m staff.redteam.ordinary FOLDER OUT` as that uid with the session's environment
+(DBUS_SESSION_BUS_ADDRESS, SSH_AUTH_SOCK, XDG_RUNTIME_DIR, HOME ...), as a TA's shell would, which
+grades the batch with the red team's options (`grader_for`), two at a time.
+
+Only the reading of the Python environment needs help: where it lies under a folder closed to
+others (/root here), the run gets a mount namespace in which that folder shows only the way to it
+(`confine.reveal`, as the worker's launcher does). Nothing else of root's reaches the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from staff.redteam.corpus import Case, load_cases
+from staff.sandbox.client import Limits
+from staff.sandbox.layout import SandboxOptions
+from staff.sandbox.removal import remove_tree
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TEST_BUDGET_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
+IMPORT_TIMEOUT_S = 20.0
+DISK_BYTES = 256 << 20  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
+ABSTRACT_BUS = "\0cs336-stand-in-session-bus"
+
+
+def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
+    """The red team's grader: each case (by its upload's name) with the protections it names turned
+    off, its own visibility of the hidden tests, memory setting and run limit; anything else as it is."""
+    from staff.grade import grade
+
+    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1, jobs=2,
+                             limits=Limits(disk_bytes=DISK_BYTES))  # graded two at a time
+
+    def grader(path: Path):
+        case = cases.get(path.name.removesuffix(".zip"))
+        off = case.off if case is not None else ()
+        confined = dataclasses.replace(options, **{name: False for name in off})
+        if case is not None and case.memory_gib is not None:
+            confined.limits = dataclasses.replace(options.limits, memory_bytes=int(case.memory_gib * 2**30))
+        visibility = {"hidden_visibility": case.hidden_visibility} if case and case.hidden_visibility else {}
+        limit = {"timeout_s": case.run_timeout_s} if case and case.run_timeout_s else {}
+        return grade(path, sandbox=confined, progress=False, **visibility, **limit)
+
+    return grader
+
+
+@dataclass
+class StandInSession:
+    """A uid's session, made in `base` (a folder every user may pass through) while the block runs."""
+
+    base: Path
+    uid: int
+    connections: list[str] = field(default_factory=list)  # the sockets someone connected to
+
+    @property
+    def home(self) -> Path:
+        return self.base / "home"
+
+    @property
+    def runtime(self) -> Path:
+        return Path(f"/run/user/{self.uid}")  # where a login makes it: a path a worker can guess
+
+    def environment(self) -> dict[str, str]:
+        """What a TA's shell holds: their home, runtime folder, bus and agent."""
+        return {"HOME": str(self.home), "USER": "ta", "LOGNAME": "ta", "PATH": "/usr/bin:/bin",
+                "LANG": "C.UTF-8", "XDG_RUNTIME_DIR": str(self.runtime),
+                "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.runtime / 'bus'};unix:abstract={ABSTRACT_BUS[1:]}",
+                "SSH_AUTH_SOCK": str(self.runtime / "keyring" / "ssh"),
+                "GNOME_KEYRING_CONTROL": str(self.runtime / "keyring")}
+
+    @contextlib.contextmanager
+    def listening(self) -> Iterator[StandInSession]:
+        self.runtime.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        for folder in (self.home, self.runtime, self.runtime / "keyring"):
+            folder.mkdir(mode=0o700)
+            os.chown(folder, self.uid, self.uid)
+        (self.home / ".ssh").mkdir(mode=0o700)
+        (self.home / ".ssh" / "id_ed25519").write_text("a stand-in private key\n")
+        for path in (self.home / ".ssh", self.home / ".ssh" / "id_ed25519"):
+            os.chown(path, self.uid, self.uid)
+        listeners = []
+        for address in (str(self.runtime / "bus"), str(self.runtime / "keyring" / "ssh"), ABSTRACT_BUS):
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(address)
+            if not address.startswith("\0"):
+                os.chown(address, self.uid, self.uid)
+                os.chmod(address, 0o600 if "keyring" in address else 0o666)  # as dbus-daemon and ssh-agent make them
+            listener.listen(16)
+            listener.settimeout(0.2)
+            listeners.append((address, listener))
+        stop = threading.Event()
+        watcher = threading.Thread(target=self._watch, args=(listeners, stop), daemon=True)
+        watcher.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            watcher.join()
+            for _, listener in listeners:
+                listener.close()
+            remove_tree(self.runtime)
+
+    def _watch(self, listeners: list[tuple[str, socket.socket]], stop: threading.Event) -> None:
+        while not stop.is_set():
+            for address, listener in listeners:
+                try:
+                    connection, _ = listener.accept()
+                except (TimeoutError, OSError):
+                    continue
+                self.connections.append(address.replace("\0", "@"))
+                connection.close()
+
+
+def _become(uid: int, reveal: list[str]) -> Callable[[], None]:
+    """What the child runs before the grader starts: the Python environment made reachable, then
+    `uid` (and gid `uid`, no other group) for good."""
+    def drop() -> None:
+        sys.path.insert(0, str(REPO_ROOT / "staff" / "sandbox"))
+        import confine  # the worker's own module, standard library only
+
+        status = confine.reveal(reveal)
+        if status != confine.ON:
+            raise OSError(f"cannot open the Python environment to uid {uid}: {status}")
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    return drop
+
+
+def grade_as(session: StandInSession, folder: Path, out: Path, uploads: dict[str, tuple[str, tuple[str, ...]]],
+             timeout_s: float) -> str:
+    """Grade the batch `folder` into `out` as `session`'s uid with its environment (`uploads` as `main`
+    takes them); what the run printed.
+
+    Raises:
+        RuntimeError: the run failed, with its output.
+    """
+    env = {**session.environment(), "PYTHONDONTWRITEBYTECODE": "1"}
+    reveal = [sys.base_prefix, sys.prefix, str(REPO_ROOT), str(folder), str(out.parent)]
+    done = subprocess.run([sys.executable, "-m", "staff.redteam.ordinary", str(folder), str(out), json.dumps(uploads)],
+                          cwd=REPO_ROOT, env=env, preexec_fn=_become(session.uid, reveal), capture_output=True,
+                          text=True, errors="replace", timeout=timeout_s, stdin=subprocess.DEVNULL)
+    said = done.stdout[-3000:] + done.stderr[-5000:]
+    if done.returncode != 0:
+        raise RuntimeError(f"grading as uid {session.uid} failed (exit {done.returncode}):\n{said}")
+    return said
+
+
+def main(argv: list[str]) -> int:
+    """`python -m staff.redteam.ordinary FOLDER OUT UPLOADS`: grade FOLDER's uploads into OUT with the
+    red team's grader, two at a time; UPLOADS is JSON, {upload name: [case folder's name, [protections off]]}."""
+    from staff.batch import grade_batch
+
+    folder, out, uploads = Path(argv[0]), Path(argv[1]), json.loads(argv[2])
+    known = {case.folder.name: case for case in load_cases()}  # any variant: the protections are given
+    cases = {upload: dataclasses.replace(known[name], off=tuple(off)) for upload, (name, off) in uploads.items()}
+    grade_batch(folder, out, grader_for(cases), jobs=2, progress=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,116 @@
+"""The keeper of one test run: it starts the run (pytest) and, however the run ends, leaves no
+process of it behind.
+
+    python -I staff/sandbox/keeper.py COMMAND...
+
+The keeper makes itself a child subreaper (PR_SET_CHILD_SUBREAPER): every process the run starts
+whose parent dies (the worker's launcher killed with the test process, a daemon that forked and
+called setsid) becomes the keeper's child instead of init's, so it stays findable below the keeper
+whatever session or process group it made. When the run's process ends (on its own, killed by the
+kernel, or killed by the keeper because the grader sent it SIGTERM at the run's time limit), the
+keeper SIGKILLs every process below it until none is left, then ends as the run ended (the same
+exit code, or killed by the same signal), so the grader reads the run's end from it. This holds in
+every mode, a PID namespace or none, a worker user of its own or none: the grader keeps one keeper
+per grade, so a batch's grades never touch each other's processes.
+
+It imports only the standard library and is run by path with `-I`, so nothing of the run's
+environment changes it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants this process's children (Linux only; False elsewhere)."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (not `pid` itself), from /proc's parent links."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue  # it ended while we looked
+        fields = text[text.rfind(")") + 2:].split()  # after the command name, which may hold spaces
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found, pending = [], list(children.get(pid, []))
+    while pending:
+        child = pending.pop()
+        found.append(child)
+        pending += children.get(child, [])
+    return found
+
+
+def end_everything_below(rounds: int = 1000) -> None:
+    """SIGKILL every process below this one and reap them, again until none is left (a fork bomb
+    may still be forking while the first ones die), for at most `rounds` rounds."""
+    for _ in range(rounds):
+        found = descendants(os.getpid())
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:  # never blocks: a process that will not die cannot hold the keeper
+                pass
+        except ChildProcessError:
+            pass
+        if not found:
+            return
+        time.sleep(0.01)  # a grandchild killed but not yet reparented to this process
+
+
+def main(command: list[str]) -> None:
+    if not command:
+        sys.exit("usage: keeper.py COMMAND...")
+    become_subreaper()
+    # Should the grader die, this keeper is told (SIGTERM) and still ends everything below it. The
+    # run checks that its parent is the one that started it: that is now this keeper.
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    # Where the worker runs as this user (no user of its own), its /proc entries (environment, memory,
+    # open files) are closed to it (they become root's), as are the run's and the grader's.
+    _prctl(PR_SET_DUMPABLE, 0)
+    env = {**os.environ, "STAFF_GRADER_PID": str(os.getpid())} if "STAFF_GRADER_PID" in os.environ else None
+    run = subprocess.Popen(command, env=env)
+
+    def stop(signum, frame):  # the grader's time limit: the run ends now
+        try:
+            os.kill(run.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    code = run.wait()
+    end_everything_below()
+    if code < 0:  # end as the run ended, so the grader reads a kill (the kernel's, for memory) from the keeper
+        if -code != signal.SIGKILL:  # whose handler cannot be set
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
