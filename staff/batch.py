@@ -311,29 +311,39 @@ def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str]
 
 
 def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs: int, force: bool = False,
-                progress: bool = True, results: str = RESULTS) -> tuple[list[str], list[Path]]:
+                progress: bool = True, results: str = RESULTS,
+                shard: tuple[int, int] | None = None) -> tuple[list[str], list[Path]]:
     """Grade every submission of `folder` not yet finished in `out` (all of them with `force`),
     `jobs` at a time, each into OUT/<name>/`results`, then write the gradebook from every part
-    found there; its summary lines and files.
+    found there; its summary lines and files. With `shard` (K, N), grade only shard K of N
+    (staff/cluster/shards.py) and write no gradebook: other shards may be writing into `out` at the
+    same time, and `staff gradebook OUT` writes it once they are done.
 
     Raises:
         BatchError: `folder` cannot be read, or `out` is inside it.
     """
+    from staff.cluster.shards import in_shard
+
     submissions = find_submissions(folder)
     out = out.resolve()
     if folder.resolve() == out or folder.resolve() in out.parents:
         raise BatchError(f"{out} is inside the batch folder {folder}; choose another output folder")
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("*/.*.tmp"):  # what an earlier batch, stopped mid-write, left half-written
-        stale.unlink()
-    todo = [s for s in submissions if force or not finished(out / s.key, results)]
+    mine = in_shard(submissions, *shard) if shard else submissions
+    for submission in mine:  # what an earlier run, stopped mid-write, left half-written (never another shard's)
+        for stale in (out / submission.key).glob(".*.tmp"):
+            stale.unlink(missing_ok=True)
+    todo = [s for s in mine if force or not finished(out / s.key, results)]
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
-            tqdm(total=len(submissions), initial=len(submissions) - len(todo), unit="submission", desc="batch",
+            tqdm(total=len(mine), initial=len(mine) - len(todo), unit="submission", desc="batch",
                  disable=not progress, mininterval=0.5 if os.isatty(2) else 15) as bar:
         futures = [pool.submit(grade_one, s, out / s.key, grader, results) for s in todo]
         for future in as_completed(futures):
             future.result()
             with lock:
                 bar.update(1)
+    if shard:
+        return [f"shard {shard[0]}/{shard[1]}: {len(mine)} of {len(submissions)} submissions, {len(todo)} graded "
+                f"now, {len(mine) - len(todo)} already done"], [out / s.key / results for s in mine]
     return write_gradebook(submissions, out)
