@@ -33,6 +33,7 @@ from tqdm import tqdm
 from adapters._text import shown_text
 from staff.gradescope import PARTS, failure_results, validate_results, write_json_atomically
 from staff.outcomes import Outcome
+from staff.stopping import stop_requested
 from tests.grading import PROBLEMS
 
 METADATA = "submission_metadata.yml"
@@ -147,7 +148,7 @@ def error_text(extra_data: dict) -> str:
 def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object], results: str = RESULTS) -> None:
     """Grade one submission into `out` (`results`, results.json or results-gpu.json, and its meta
     file). A failure of the grader itself becomes a results file scoring 0 with the reason, so the
-    batch goes on."""
+    batch goes on; a grade that ends as the process is told to stop writes nothing (staff/stopping.py)."""
     from staff.gradescope import results_json
 
     started = time.monotonic()
@@ -156,6 +157,8 @@ def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object
     except Exception as failure:  # noqa: BLE001 - one broken grade must not stop the batch
         message = Outcome.GRADER_ERROR.summary({"error": f"{type(failure).__name__}: {failure}"})
         document = failure_results(f"{message}\n\n{traceback.format_exc()[-3000:]}", time.monotonic() - started)
+    if stop_requested():
+        return  # this process is being stopped, perhaps by the signal that ended this grade: not graded
     error = error_text(document["extra_data"])
     seconds = time.monotonic() - started
     write_json_atomically({"student_id": submission.student_id, "name": submission.name, "email": submission.email,
@@ -251,7 +254,8 @@ def summarize(rows: list[Row]) -> tuple[list[str], list[tuple[str, int]]]:
         lines.append(f"{'total':<26}{statistics.fmean(totals):>8.1f}{statistics.median(totals):>8.1f}"
                      f"{max(r.max_total for r in rows):>6g}")
     counts = Counter(f"{problem}. {name}" for r in rows for problem, name in set(r.failed))
-    return lines, counts.most_common(10)
+    # Ties by name: the order of a set of strings changes from process to process (PYTHONHASHSEED).
+    return lines, sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
 
 
 def draw_charts(rows: list[Row], most_failed: list[tuple[str, int]], folder: Path) -> list[Path]:

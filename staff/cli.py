@@ -569,6 +569,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("options after -- go to sbatch, with `staff grade --batch DIR --slurm` only")
     if threading_main():
         signal.signal(signal.SIGTERM, _interrupt)  # a stopped grader ends its test runs and workers too
+        signal.signal(signal.SIGINT, _interrupt)
     return args.run(args)
 
 
@@ -579,6 +580,9 @@ def threading_main() -> bool:
 
 
 def _interrupt(signum, frame) -> None:
+    from staff.stopping import REQUESTED
+
+    REQUESTED.set()  # a batch's grading threads write no result that the same signal may have cut short
     raise KeyboardInterrupt
 
 

@@ -19,6 +19,11 @@ from pathlib import Path
 PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo")
 
 
+def _program(name: str) -> str:
+    """The path of a Slurm or munge program (the daemons are in /usr/sbin, which a PATH may lack)."""
+    return shutil.which(name) or f"/usr/sbin/{name}"
+
+
 def _free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     try:
@@ -32,7 +37,7 @@ def _free_ports(count: int) -> list[int]:
 
 def _node_line() -> str:
     """This machine as slurmd sees it ("CPUs=2 Boards=1 ... RealMemory=24105"), less its name."""
-    found = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, timeout=60, check=True).stdout
+    found = subprocess.run([_program("slurmd"), "-C"], capture_output=True, text=True, timeout=60, check=True).stdout
     return found.splitlines()[0].split(None, 1)[1]
 
 
@@ -51,7 +56,7 @@ class LocalSlurm:
         """Why a local cluster cannot start here ("" when it can)."""
         if os.geteuid() != 0:
             return "a local Slurm needs root (slurmd starts jobs as their user)"
-        absent = [p for p in PROGRAMS if shutil.which(p) is None and not Path("/usr/sbin", p).exists()]
+        absent = [p for p in PROGRAMS if not Path(_program(p)).exists()]
         if absent:
             return (f"Slurm or munge is not installed ({', '.join(absent)} missing): "
                     f"apt-get install slurm-wlm munge (.ci/run does)")
@@ -59,6 +64,7 @@ class LocalSlurm:
 
     def _daemon(self, name: str, command: list[str]) -> None:
         log = (self.folder / f"{name}.out").open("w")
+        command = [_program(command[0]), *command[1:]]
         self.daemons.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                              start_new_session=True))
 
@@ -76,7 +82,7 @@ class LocalSlurm:
         f = self.folder
         for sub in ("munge", "state", "spool"):
             (f / sub).mkdir(mode=0o700)
-        subprocess.run(["mungekey", "--create", "--keyfile", str(f / "munge" / "munge.key")], check=True,
+        subprocess.run([_program("mungekey"), "--create", "--keyfile", str(f / "munge" / "munge.key")], check=True,
                        capture_output=True, timeout=60)
         socket_path = f / "munge.socket"
         self._daemon("munged", ["munged", "--foreground", f"--key-file={f / 'munge' / 'munge.key'}",
@@ -93,7 +99,7 @@ class LocalSlurm:
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_Core_Memory", "AccountingStorageType=accounting_storage/none",
             "JobCompType=jobcomp/none", "JobAcctGatherType=jobacct_gather/none", "MpiDefault=none",
-            "ReturnToService=2", "KillWait=5", "SchedulerParameters=sched_interval=2",
+            "ReturnToService=2", "KillWait=5", "PropagatePrioProcess=1", "SchedulerParameters=sched_interval=2",
             f"NodeName={host} NodeAddr=127.0.0.1 {_node_line()} State=UNKNOWN",
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP", ""]))
         deadline = time.monotonic() + timeout_s
@@ -109,14 +115,14 @@ class LocalSlurm:
                 return
 
     def _check_alive(self, deadline: float) -> None:
-        ended = [p.args[0] for p in self.daemons if p.poll() is not None]
+        ended = [Path(p.args[0]).name for p in self.daemons if p.poll() is not None]
         if ended or time.monotonic() > deadline:
             raise RuntimeError(f"the local Slurm did not start ({', '.join(ended) or 'timed out'}):\n{self.logs()}")
         time.sleep(0.3)
 
     def stop(self) -> None:
         """Cancel every job and wait for them to leave; stop slurmd, slurmctld and munged; remove the folder."""
-        if any(p.args[0] == "slurmctld" and p.poll() is None for p in self.daemons):
+        if any(p.args[0].endswith("slurmctld") and p.poll() is None for p in self.daemons):
             subprocess.run(["scancel", "--full", "--user", "root"], env=self.env, capture_output=True, timeout=30)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
