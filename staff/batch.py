@@ -34,6 +34,7 @@ from adapters._text import shown_text
 from staff.atomic import atomic_file, write_text_atomic
 from staff.gradescope import PARTS, failure_results, validate_results, write_json_atomically
 from staff.outcomes import Outcome
+from staff.stopping import stop_requested
 from tests.grading import PROBLEMS, TITLE_WIDTH
 
 METADATA = "submission_metadata.yml"
@@ -156,7 +157,7 @@ def error_text(extra_data: dict) -> str:
 def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object], results: str = RESULTS) -> None:
     """Grade one submission into `out` (`results`, results.json or results-gpu.json, and its meta
     file). A failure of the grader itself becomes a results file scoring 0 with the reason, so the
-    batch goes on."""
+    batch goes on; a grade that ends as the process is told to stop writes nothing (staff/stopping.py)."""
     from staff.gradescope import results_json
 
     started = time.monotonic()
@@ -165,6 +166,8 @@ def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object
     except Exception as failure:  # noqa: BLE001 - one broken grade must not stop the batch
         message = Outcome.GRADER_ERROR.summary({"error": f"{type(failure).__name__}: {failure}"})
         document = failure_results(f"{message}\n\n{traceback.format_exc()[-3000:]}", time.monotonic() - started)
+    if stop_requested():
+        return  # this process is being stopped, perhaps by the signal that ended this grade: not graded
     error = error_text(document["extra_data"])
     seconds = time.monotonic() - started
     write_json_atomically({"student_id": submission.student_id, "name": submission.name, "email": submission.email,
@@ -260,7 +263,8 @@ def summarize(rows: list[Row]) -> tuple[list[str], list[tuple[str, int]]]:
         lines.append(f"{'total':<{TITLE_WIDTH}}{statistics.fmean(totals):>8.1f}{statistics.median(totals):>8.1f}"
                      f"{max(r.max_total for r in rows):>6g}")
     counts = Counter(f"{problem}. {name}" for r in rows for problem, name in set(r.failed))
-    return lines, counts.most_common(10)
+    # Ties by name: the order of a set of strings changes from process to process (PYTHONHASHSEED).
+    return lines, sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
 
 
 def draw_charts(rows: list[Row], most_failed: list[tuple[str, int]], folder: Path) -> list[Path]:
@@ -320,29 +324,39 @@ def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str]
 
 
 def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs: int, force: bool = False,
-                progress: bool = True, results: str = RESULTS) -> tuple[list[str], list[Path]]:
+                progress: bool = True, results: str = RESULTS,
+                shard: tuple[int, int] | None = None) -> tuple[list[str], list[Path]]:
     """Grade every submission of `folder` not yet finished in `out` (all of them with `force`),
     `jobs` at a time, each into OUT/<name>/`results`, then write the gradebook from every part
-    found there; its summary lines and files.
+    found there; its summary lines and files. With `shard` (K, N), grade only shard K of N
+    (staff/cluster/shards.py) and write no gradebook: other shards may be writing into `out` at the
+    same time, and `staff gradebook OUT` writes it once they are done.
 
     Raises:
         BatchError: `folder` cannot be read, or `out` is inside it.
     """
+    from staff.cluster.shards import in_shard
+
     submissions = find_submissions(folder)
     out = out.resolve()
     if folder.resolve() == out or folder.resolve() in out.parents:
         raise BatchError(f"{out} is inside the batch folder {folder}; choose another output folder")
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("*/.*.tmp"):  # what an earlier batch, stopped mid-write, left half-written
-        stale.unlink()
-    todo = [s for s in submissions if force or not finished(out / s.key, results)]
+    mine = in_shard(submissions, *shard) if shard else submissions
+    for submission in mine:  # what an earlier run, stopped mid-write, left half-written (never another shard's)
+        for stale in (out / submission.key).glob(".*.tmp"):
+            stale.unlink(missing_ok=True)
+    todo = [s for s in mine if force or not finished(out / s.key, results)]
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
-            tqdm(total=len(submissions), initial=len(submissions) - len(todo), unit="submission", desc="batch",
+            tqdm(total=len(mine), initial=len(mine) - len(todo), unit="submission", desc="batch",
                  disable=not progress, mininterval=0.5 if os.isatty(2) else 15) as bar:
         futures = [pool.submit(grade_one, s, out / s.key, grader, results) for s in todo]
         for future in as_completed(futures):
             future.result()
             with lock:
                 bar.update(1)
+    if shard:
+        return [f"shard {shard[0]}/{shard[1]}: {len(mine)} of {len(submissions)} submissions, {len(todo)} graded "
+                f"now, {len(mine) - len(todo)} already done"], [out / s.key / results for s in mine]
     return write_gradebook(submissions, out)

@@ -67,12 +67,17 @@ def _grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
 
 def _grade(args: argparse.Namespace) -> int:
     from staff.bytecode import ensure_compiled
+    from staff.cluster.slurm import refused
     from staff.console import points_table
     from staff.grade import REPO_ROOT, stop_running
     from staff.gradescope import write_results
 
+    if refused(args):
+        print(f"staff grade: {refused(args)}", file=sys.stderr)
+        return 2
     ensure_compiled()
-
+    if args.slurm:
+        return _grade_batch(args)  # on a login node, which need not have the GPU its tasks ask for
     if args.gpu:
         if _gpu_refused("grade --gpu", args, "; run it on the GPU machine, and `staff grade` without --gpu anywhere"):
             return 2
@@ -119,12 +124,20 @@ def _grade_batch(args: argparse.Namespace) -> int:
     if args.submission is not None:
         print("staff grade: give either a SUBMISSION or --batch DIR, not both", file=sys.stderr)
         return 2
+    if args.slurm:
+        from staff.cluster.slurm import main_slurm
+
+        return main_slurm(args, folder, out)
+    from staff.cluster.shards import ShardError, parse_shard
+
     jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
-    print(f"grading the submissions in {folder} into {out}, {jobs} at a time", file=sys.stderr)
     try:
+        shard = parse_shard(args.shard) if args.shard else None
+        print(f"grading the submissions in {folder}{f' (shard {args.shard})' if shard else ''} into {out}, "
+              f"{jobs} at a time", file=sys.stderr)
         lines, files = grade_batch(folder, out, _grader(args, progress=False, jobs=jobs), jobs, args.force,
-                                   results=RESULTS_GPU if args.gpu else RESULTS)
-    except BatchError as error:
+                                   results=RESULTS_GPU if args.gpu else RESULTS, shard=shard)
+    except (BatchError, ShardError) as error:
         print(f"staff grade: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -133,11 +146,15 @@ def _grade_batch(args: argparse.Namespace) -> int:
               f"grade the rest", file=sys.stderr)
         return 130
     print("\n".join(lines))
+    if shard:
+        print(f"when every shard has ended, the gradebook: staff gradebook {out} --batch {folder}")
+        return 0
     print("\nwritten: " + ", ".join(str(f.relative_to(out)) for f in files) + f" in {out}")
     return 0
 
 
 def _add_grade(commands) -> None:
+    from staff.cluster.slurm import add_options
     from staff.sandbox.settings import add_arguments
 
     grade = commands.add_parser(
@@ -182,6 +199,7 @@ def _add_grade(commands) -> None:
                        f"{DEFAULT_GPU_RESULTS} (with --batch: OUT/<name>/{DEFAULT_GPU_RESULTS}, which every gradebook "
                        "written from OUT adds to the CPU grade). Without a GPU it stops at once")
     add_arguments(grade)  # the grade's settings: staff/sandbox/settings.py
+    add_options(grade)  # --shard, --slurm and theirs: staff/cluster/slurm.py
     grade.add_argument("-v", "--verbose", action="store_true",
                        help="show pytest's own output instead of a progress bar")
     grade.set_defaults(run=_grade)
@@ -548,6 +566,8 @@ def _add_gpu_check(commands) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from staff.cluster.gradebook import add_gradebook
+
     parser = argparse.ArgumentParser(prog="staff", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_check(commands)
@@ -560,9 +580,16 @@ def main(argv: list[str] | None = None) -> int:
     _add_bench(commands)
     _add_gpu_report(commands)
     _add_gpu_check(commands)
+    add_gradebook(commands)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    argv, sbatch = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser.parse_args(argv)
+    args.sbatch = sbatch  # `staff grade --batch DIR --slurm -- OPTIONS`: options for sbatch
+    if sbatch and args.command != "grade":
+        parser.error("options after -- go to sbatch, with `staff grade --batch DIR --slurm` only")
     if threading_main():
         signal.signal(signal.SIGTERM, _interrupt)  # a stopped grader ends its test runs and workers too
+        signal.signal(signal.SIGINT, _interrupt)
     return args.run(args)
 
 
@@ -573,6 +600,9 @@ def threading_main() -> bool:
 
 
 def _interrupt(signum, frame) -> None:
+    from staff.stopping import REQUESTED
+
+    REQUESTED.set()  # a batch's grading threads write no result that the same signal may have cut short
     raise KeyboardInterrupt
 
 
