@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from staff import bytecode
+from staff import atomic, bytecode
 
 
 def fake_environment(prefix: Path) -> Path:
@@ -31,7 +31,7 @@ def test_the_environment_is_compiled_once_until_it_changes(tmp_path, monkeypatch
 def test_a_read_only_environment_is_still_usable(tmp_path, monkeypatch):
     # Mistake this catches: an OSError from writing the stamp ending the staff command.
     fake_environment(tmp_path)
-    monkeypatch.setattr(bytecode.tempfile, "mkstemp", lambda **_: (_ for _ in ()).throw(PermissionError(13, "denied")))
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", lambda **_: (_ for _ in ()).throw(PermissionError(13, "denied")))
     said: list[str] = []
     assert bytecode.ensure_compiled(tmp_path, said.append) is True
     assert "could not write" in said[-1]

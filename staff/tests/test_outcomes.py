@@ -129,7 +129,12 @@ def test_staff_grade_prints_public_and_hidden_points_per_problem(tmp_path, monke
     # points when they grade, right above a score that already counts them.
     tests = [graded("p", 4, 2, PASSED), graded("h", 4, 3, FAILED, hidden=True), graded("q", 7, 1, PASSED)]
     student = "problem  points\n(public tests only; the staff's hidden tests add 91 points when they grade)"
-    monkeypatch.setattr("staff.cli._grader", lambda args, progress: lambda path: Grade(tests, student, 1.0))
+    def grader(path, on_graded):  # as grade() does: the grade is delivered (written) before the clean-up
+        made = Grade(tests, student, 1.0)
+        on_graded(made)
+        return made
+
+    monkeypatch.setattr("staff.cli._grader", lambda args, progress: grader)
     (tmp_path / "s").mkdir()
     assert main(["grade", str(tmp_path / "s"), "--out", str(tmp_path / "results.json")]) == 0
     printed = capsys.readouterr().out
