@@ -46,7 +46,7 @@ PROBLEMS: dict[int, Problem] = {
     7: Problem("The model", "handout/07_model.md", 7, "model"),
     8: Problem("AdaGrad", "handout/08_adagrad.md", 12, "optimizer"),
     9: Problem("Memmap data loader", "handout/09_data.md", 13, "data"),
-    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 10, "checkpoint"),
+    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 12, "checkpoint"),
     11: Problem("Train it", "handout/11_train.md", 7, "train"),
 }
 # A `cuda` test skipped with a reason starting so (no GPU, or one the tests have no figures for)
