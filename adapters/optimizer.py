@@ -14,6 +14,7 @@ import torch
 import torch.optim.adagrad as torch_adagrad_module
 
 from adapters._instrument import same_bits
+from adapters._returns import exact_int
 from adapters._route import routed
 
 
@@ -120,9 +121,8 @@ def run_training_step_memory(batch_size: int, dim: int, num_layers: int, bytes_p
     from cs336_basics import optimizer
 
     memory = optimizer.training_step_memory(batch_size, dim, num_layers, bytes_per_value)
-    return {"parameters": int(memory.parameters), "activations": int(memory.activations),
-            "gradients": int(memory.gradients), "optimizer_state": int(memory.optimizer_state),
-            "total": int(memory.total)}
+    return {key: exact_int(getattr(memory, key), f"StepMemory.{key}")
+            for key in ("parameters", "activations", "gradients", "optimizer_state", "total")}
 
 
 @routed
@@ -130,7 +130,7 @@ def run_training_step_flops(batch_size: int, num_parameters: int) -> int:
     """FLOPs of one training step."""
     from cs336_basics import optimizer
 
-    return int(optimizer.training_step_flops(batch_size, num_parameters))
+    return exact_int(optimizer.training_step_flops(batch_size, num_parameters), "training_step_flops")
 
 
 @routed
