@@ -189,14 +189,21 @@ def test_get_batch_without_a_generator_follows_the_global_generator(seed_everyth
 
 
 @pytest.mark.points(1)
-def test_get_batch_keeps_token_ids_past_2_to_the_24_exact(seed_everything):
+def test_get_batch_keeps_token_ids_past_2_to_the_24_exact(tmp_path, seed_everything):
     # Catches windows converted through float32 (or float16), which holds integers exactly only up
-    # to 2**24: past it, neighbouring token ids round to the same value.
+    # to 2**24: past it, neighbouring token ids round to the same value. The last two cases are
+    # token files opened with open_tokens, as a run reads them (a uint32 or int64 memmap).
     for dtype, low in [("int32", 2**24 - 20), ("int64", 2**40 + 1), ("uint32", 2**31 - 20)]:
         tokens = np.arange(low, low + 60, dtype=np.int64).astype(dtype)
         got = A.run_get_batch(tokens, 8, 9, "cpu", seed_everything)
         check_windows(got, tokens, 8, 9, f"60 consecutive {dtype} token ids from {low} up (past 2**24, where float32 "
                       "stops holding every integer)")
+    for dtype, low in [("uint32", 2**32 - 80), ("int64", 2**53 + 1)]:
+        tokens = np.arange(low, low + 60, dtype=np.uint64).astype(dtype)
+        path = write(tmp_path / f"ids-{dtype}.bin", tokens)
+        got = A.run_get_batch_from_file(path, dtype, 8, 9, seed_everything)
+        check_windows(got, tokens, 8, 9, f"a {dtype} token file (open_tokens, a memmap) of 60 consecutive ids from "
+                      f"{low} up")
 
 
 @pytest.mark.points(1)
