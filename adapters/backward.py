@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from adapters._instrument import FlopCounterMode, NoAutograd, same_bits
+from adapters._returns import exact_int
 from adapters._route import routed
 
 
@@ -56,4 +57,4 @@ def run_two_layer_backward_flops(batch_size: int, hidden: int, outputs: int) -> 
     """The matmul FLOPs the student says their backward performs."""
     from cs336_basics import backward
 
-    return int(backward.two_layer_backward_flops(batch_size, hidden, outputs))
+    return exact_int(backward.two_layer_backward_flops(batch_size, hidden, outputs), "two_layer_backward_flops")

@@ -38,6 +38,27 @@ def _restored(dims: list[int], model_state: dict | None, optimizer_state: dict |
     return model, optimizer
 
 
+class _PathLike:
+    """An os.PathLike that is neither a str nor a pathlib.Path (as a library's own path class is):
+    save_checkpoint's `out` may be any os.PathLike."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f"_PathLike({self.path!r})"
+
+
+def _path(out: str, kind: str):
+    """`out` as the path type a test asks for: "str", "path" (pathlib.Path) or "pathlike" (_PathLike)."""
+    if kind not in {"str", "path", "pathlike"}:
+        raise ValueError(f"unknown path kind {kind!r}")
+    return {"str": out, "path": Path(out), "pathlike": _PathLike(out)}[kind]
+
+
 class _Unpicklable:
     def __reduce__(self):
         raise RuntimeError("this object cannot be saved (the test planted it to make torch.save fail part-way)")
@@ -46,10 +67,11 @@ class _Unpicklable:
 @routed
 def run_save_checkpoint(
     dims: list[int], model_state: dict, optimizer_state: dict, iteration: int, out: str | None = None,
-    fail_midway: bool = False, as_path_object: bool = False,
+    fail_midway: bool = False, as_path_object: bool = False, path_kind: str = "str",
 ) -> dict:
     """save_checkpoint of a model and optimizer in these states, to the path `out` (a str, or with
-    `as_path_object` a pathlib.Path), or, when `out` is None, to an in-memory binary file. With
+    `as_path_object` a pathlib.Path; `path_kind` "path" or "pathlike" gives it as a pathlib.Path or
+    as another os.PathLike), or, when `out` is None, to an in-memory binary file. With
     `fail_midway`, the optimizer's state holds an object that makes pickling fail once writing has
     begun (the exception propagates).
 
@@ -65,7 +87,7 @@ def run_save_checkpoint(
     if fail_midway:
         optimizer.state[next(iter(model.parameters()))]["planted"] = _Unpicklable()
     buffer = io.BytesIO() if out is None else None
-    target = buffer if buffer is not None else Path(out) if as_path_object else out
+    target = buffer if buffer is not None else _path(out, "path" if as_path_object else path_kind)
     with recorded_file_operations() as operations:
         checkpoint.save_checkpoint(model, optimizer, iteration, target)
     renames = [(src, dst) for kind, src, dst in operations if kind == "rename"]
@@ -87,7 +109,9 @@ def run_load_checkpoint(
     (fresh when None).
 
     Returns {"iteration" (None if it raised), "raised" (the exception or None), "model",
-    "optimizer" (their state dicts afterwards)}."""
+    "optimizer" (their state dicts afterwards), "optimizer_steps_the_model": whether every parameter
+    the optimizer's groups hold is, object for object, a parameter of the model (so the optimizer's
+    next step changes the model that was loaded)}."""
     from cs336_basics import checkpoint
 
     model, optimizer = _restored(dims, model_state, optimizer_state)
@@ -99,7 +123,10 @@ def run_load_checkpoint(
         raise  # a stub is not an answer to report: the test fails on it directly
     except Exception as error:  # noqa: BLE001 - the test decides which exceptions are right
         raised = error
-    return {"iteration": iteration, "raised": raised, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    held = [p for group in optimizer.param_groups for p in group["params"]]
+    own = {id(p) for p in model.parameters()}
+    return {"iteration": iteration, "raised": raised, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "optimizer_steps_the_model": all(id(p) in own for p in held) and len(held) == len(own)}
 
 
 @routed

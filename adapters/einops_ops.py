@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from jaxtyping import Float
 
+from adapters._returns import exact_int
 from adapters._route import routed
 
 
@@ -65,7 +66,7 @@ def run_einsum_flops(pattern: str, shape_a: list[int], shape_b: list[int]) -> in
     """FLOPs of the two-operand einsum `pattern` on operands of these shapes."""
     from cs336_basics import einops_ops
 
-    return int(einops_ops.einsum_flops(pattern, tuple(shape_a), tuple(shape_b)))
+    return exact_int(einops_ops.einsum_flops(pattern, tuple(shape_a), tuple(shape_b)), "einsum_flops")
 
 
 @routed

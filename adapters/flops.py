@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from adapters._convert import to_dtype
 from adapters._instrument import ScriptedMatmuls
+from adapters._returns import exact_float, exact_int
 from adapters._route import routed
 from adapters._tf32 import float32_matmuls
 
 
 def _flops_dict(flops) -> dict[str, int]:
-    return {"forward": int(flops.forward), "backward": int(flops.backward), "total": int(flops.total)}
+    return {key: exact_int(getattr(flops, key), f"TrainingFlops.{key}") for key in ("forward", "backward", "total")}
 
 
 @routed
@@ -17,7 +18,7 @@ def run_matmul_flops(m: int, k: int, n: int) -> int:
     """FLOPs of (m, k) @ (k, n)."""
     from cs336_basics import flops
 
-    return int(flops.matmul_flops(m, k, n))
+    return exact_int(flops.matmul_flops(m, k, n), "matmul_flops")
 
 
 @routed
@@ -26,8 +27,8 @@ def run_elementwise_flops(shape: list[int], flops_per_element: int | None = None
     from cs336_basics import flops
 
     if flops_per_element is None:
-        return int(flops.elementwise_flops(tuple(shape)))
-    return int(flops.elementwise_flops(tuple(shape), flops_per_element))
+        return exact_int(flops.elementwise_flops(tuple(shape)), "elementwise_flops")
+    return exact_int(flops.elementwise_flops(tuple(shape), flops_per_element), "elementwise_flops")
 
 
 @routed
@@ -52,7 +53,7 @@ def run_mfu(flops: float, seconds: float, promised_flop_per_sec: float) -> float
     """Model FLOPs utilization."""
     from cs336_basics import flops as mod
 
-    return float(mod.mfu(flops, seconds, promised_flop_per_sec))
+    return exact_float(mod.mfu(flops, seconds, promised_flop_per_sec), "mfu")
 
 
 @routed
@@ -60,7 +61,7 @@ def run_promised_flop_per_sec(device_name: str, dtype: str) -> float:
     """Promised dense FLOP/s of `device_name` for the dtype named `dtype`."""
     from cs336_basics import flops
 
-    return float(flops.promised_flop_per_sec(device_name, to_dtype(dtype)))
+    return exact_float(flops.promised_flop_per_sec(device_name, to_dtype(dtype)), "promised_flop_per_sec")
 
 
 @routed
@@ -70,7 +71,8 @@ def run_training_days(
     """Days to train with 6 * P * tokens FLOPs."""
     from cs336_basics import flops
 
-    return float(flops.training_days(num_parameters, num_tokens, num_devices, flop_per_sec_per_device, mfu))
+    return exact_float(flops.training_days(num_parameters, num_tokens, num_devices, flop_per_sec_per_device, mfu),
+                       "training_days")
 
 
 @routed
@@ -98,9 +100,9 @@ def run_time_matmul(
     with float32_matmuls(), ScriptedMatmuls(matmul_delays, random_delay) as script:
         timing = flops.time_matmul(m, k, n, to_dtype(dtype), device, num_warmup, num_trials, promised)
     return {
-        "seconds": float(timing.seconds),
-        "flop_per_sec": float(timing.flop_per_sec),
-        "mfu": None if timing.mfu is None else float(timing.mfu),
+        "seconds": exact_float(timing.seconds, "time_matmul's seconds"),
+        "flop_per_sec": exact_float(timing.flop_per_sec, "time_matmul's flop_per_sec"),
+        "mfu": None if timing.mfu is None else exact_float(timing.mfu, "time_matmul's mfu"),
         "matmuls": script.calls,
         "matmul_dtypes": sorted(script.dtypes),
         "matmul_seconds": script.seconds,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from adapters._convert import to_generator
+from adapters._returns import exact_float
 from adapters._route import routed
 
 
@@ -13,7 +14,7 @@ def run_init_std(d_in: int) -> float:
     """The std that keeps x @ w of variance about 1."""
     from cs336_basics import init
 
-    return float(init.init_std(d_in))
+    return exact_float(init.init_std(d_in), "init_std")
 
 
 @routed

@@ -13,6 +13,7 @@ from unittest import mock
 
 import torch
 
+from adapters._returns import exact_int
 from adapters._route import routed
 
 
@@ -128,7 +129,8 @@ def run_cruncher_init(dim: int, num_layers: int) -> dict:
 
     with _stand_in_init():
         cruncher = model.Cruncher(dim, num_layers)
-    return {"parameters": _parameters(cruncher), "num_parameters": int(model.num_parameters(cruncher))}
+    count = exact_int(model.num_parameters(cruncher), "num_parameters")
+    return {"parameters": _parameters(cruncher), "num_parameters": count}
 
 
 @routed
@@ -163,7 +165,7 @@ def run_num_parameters(
             layer.weight = layers[0].weight
     if batch_norm:
         layers.append(torch.nn.BatchNorm1d(layer_sizes[-1][1]))
-    return int(model.num_parameters(torch.nn.Sequential(*layers)))
+    return exact_int(model.num_parameters(torch.nn.Sequential(*layers)), "num_parameters")
 
 
 @routed

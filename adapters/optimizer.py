@@ -13,6 +13,8 @@ from unittest import mock
 import torch
 import torch.optim.adagrad as torch_adagrad_module
 
+from adapters._instrument import same_bits
+from adapters._returns import exact_int
 from adapters._route import routed
 
 
@@ -24,6 +26,7 @@ def run_adagrad(
     lr: float | None = None,
     state_dict: dict | None = None,
     device: str = "cpu",
+    lr_factors: list[float] | None = None,
 ) -> dict:
     """Run AdaGrad for len(grads_per_step) steps, setting each parameter's .grad from the step's list.
 
@@ -35,11 +38,15 @@ def run_adagrad(
         lr: passed as AdaGrad(..., lr=lr); None leaves the default.
         state_dict: an optimizer state_dict to load before the first step.
         device: where the parameters and their gradients live ("cuda" for the GPU tests).
+        lr_factors: with it, a torch.optim.lr_scheduler.LambdaLR made after the optimizer scales
+            every group's starting lr by lr_factors[i] for step i (it rewrites group["lr"] before
+            each step, as any scheduler does); one factor per step.
 
     Returns:
         {"params": final values, "state_dict": optimizer.state_dict() (state copied),
          "torch_adagrad_used": whether torch.optim.Adagrad was built or stepped, or its functional
-         form called, during the call}.
+         form called, during the call, "changed_grads": [step, parameter index] of every gradient
+         that the step wrote into (a .grad that differs afterwards from what was set before it)}.
     """
     from cs336_basics import optimizer
 
@@ -51,16 +58,23 @@ def run_adagrad(
         opt = optimizer.AdaGrad(spec) if lr is None else optimizer.AdaGrad(spec, lr=lr)
         if state_dict is not None:
             opt.load_state_dict(state_dict)
-        for grads in grads_per_step:
+        scheduler = None if lr_factors is None else torch.optim.lr_scheduler.LambdaLR(opt, lr_factors.__getitem__)
+        changed = []
+        for step, grads in enumerate(grads_per_step):
             for p, g in zip(tensors, grads):
                 p.grad = None if g is None else g.detach().clone().to(device)
+            given = [None if p.grad is None else p.grad.clone() for p in tensors]
             opt.step()
+            changed += [[step, i] for i, (p, g) in enumerate(zip(tensors, given))
+                        if g is not None and not (p.grad is not None and same_bits(p.grad, g))]
+            if scheduler is not None and step + 1 < len(grads_per_step):
+                scheduler.step()
     used = bool(calls) or isinstance(opt, torch.optim.Adagrad)
     saved = opt.state_dict()
     state = {k: {n: v.clone() if isinstance(v, torch.Tensor) else v for n, v in s.items()}
              for k, s in saved["state"].items()}
     return {"params": [p.detach().clone() for p in tensors], "state_dict": {**saved, "state": state},
-            "torch_adagrad_used": used}
+            "torch_adagrad_used": used, "changed_grads": changed}
 
 
 @contextmanager
@@ -107,9 +121,8 @@ def run_training_step_memory(batch_size: int, dim: int, num_layers: int, bytes_p
     from cs336_basics import optimizer
 
     memory = optimizer.training_step_memory(batch_size, dim, num_layers, bytes_per_value)
-    return {"parameters": int(memory.parameters), "activations": int(memory.activations),
-            "gradients": int(memory.gradients), "optimizer_state": int(memory.optimizer_state),
-            "total": int(memory.total)}
+    return {key: exact_int(getattr(memory, key), f"StepMemory.{key}")
+            for key in ("parameters", "activations", "gradients", "optimizer_state", "total")}
 
 
 @routed
@@ -117,7 +130,7 @@ def run_training_step_flops(batch_size: int, num_parameters: int) -> int:
     """FLOPs of one training step."""
     from cs336_basics import optimizer
 
-    return int(optimizer.training_step_flops(batch_size, num_parameters))
+    return exact_int(optimizer.training_step_flops(batch_size, num_parameters), "training_step_flops")
 
 
 @routed

@@ -11,12 +11,14 @@ from jaxtyping import Shaped
 
 from adapters._convert import to_index
 from adapters._instrument import ForbiddenCalls, same_bits
+from adapters._returns import exact_bool, exact_int
 from adapters._route import routed
 
 
 def _plain(layout) -> tuple[list[int], list[int], int]:
     shape, strides, offset = layout
-    return [int(s) for s in shape], [int(s) for s in strides], int(offset)
+    return ([exact_int(s, "a layout's shape") for s in shape], [exact_int(s, "a layout's strides") for s in strides],
+            exact_int(offset, "a layout's offset"))
 
 
 @routed
@@ -24,7 +26,7 @@ def run_contiguous_strides(shape: list[int]) -> list[int]:
     """Row-major strides of `shape`, in elements."""
     from cs336_basics import strides
 
-    return [int(s) for s in strides.contiguous_strides(tuple(shape))]
+    return [exact_int(s, "contiguous_strides") for s in strides.contiguous_strides(tuple(shape))]
 
 
 @routed
@@ -32,7 +34,7 @@ def run_storage_index(index: list[int], strides: list[int], offset: int) -> int:
     """Storage index of the element at `index`."""
     from cs336_basics import strides as mod
 
-    return int(mod.storage_index(tuple(index), tuple(strides), offset))
+    return exact_int(mod.storage_index(tuple(index), tuple(strides), offset), "storage_index")
 
 
 @routed
@@ -40,7 +42,7 @@ def run_is_contiguous(shape: list[int], strides: list[int]) -> bool:
     """Whether (shape, strides) is contiguous by PyTorch's rule."""
     from cs336_basics import strides as mod
 
-    return bool(mod.is_contiguous(tuple(shape), tuple(strides)))
+    return exact_bool(mod.is_contiguous(tuple(shape), tuple(strides)), "is_contiguous")
 
 
 @routed
@@ -72,7 +74,7 @@ def run_shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether tensors a and b are views of one storage."""
     from cs336_basics import strides as mod
 
-    return bool(mod.shares_storage(a, b))
+    return exact_bool(mod.shares_storage(a, b), "shares_storage")
 
 
 @routed
@@ -80,7 +82,7 @@ def run_can_view(shape: list[int], strides: list[int], new_shape: list[int]) -> 
     """Whether x.view(new_shape) succeeds for x with this shape and these strides."""
     from cs336_basics import strides as mod
 
-    return bool(mod.can_view(tuple(shape), tuple(strides), tuple(new_shape)))
+    return exact_bool(mod.can_view(tuple(shape), tuple(strides), tuple(new_shape)), "can_view")
 
 
 # Functions that build a strided view for the caller: materialize must do the indexing itself.

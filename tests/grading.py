@@ -46,9 +46,9 @@ PROBLEMS: dict[int, Problem] = {
     5: Problem("Backward by hand", "handout/05_backward.md", 6, "backward"),
     6: Problem("Initialization", "handout/06_init.md", 8, "init"),
     7: Problem("The model", "handout/07_model.md", 7, "model"),
-    8: Problem("AdaGrad", "handout/08_adagrad.md", 11, "optimizer"),
-    9: Problem("Memmap data loader", "handout/09_data.md", 13, "data"),
-    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 10, "checkpoint"),
+    8: Problem("AdaGrad", "handout/08_adagrad.md", 12, "optimizer"),
+    9: Problem("Memmap data loader", "handout/09_data.md", 14, "data"),
+    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 12, "checkpoint"),
     11: Problem("Train it", "handout/11_train.md", 7, "train"),
 }
 # The first column of every points table (this plugin's, `staff grade`'s, a batch's summary): wide

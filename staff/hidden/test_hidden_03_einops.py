@@ -122,6 +122,9 @@ def test_einsum_flops_rejects_more_inconsistent_shapes():
     check_equal(A.run_einsum_flops("a b c, c -> a b", [1, 2, 3], [3]), 12, inputs="'a b c, c -> a b', (1, 2, 3), (3,)",
                 see=f"{SEE} §3.5", what=VALID_FIRST)
     for pattern, shape_a, shape_b in [("a b, b c -> a c", (2, 3), (3,)), ("a, a -> ", (2,), (3,)),
-                                      ("a b c, c -> a b", (1, 2, 3), (4,)), ("x, y -> x y", (), (2,))]:
+                                      ("a b c, c -> a b", (1, 2, 3), (4,)), ("x, y -> x y", (), (2,)),
+                                      # sizes 1 and n are two sizes too (torch.einsum would broadcast them)
+                                      ("a b, b c -> a c", (2, 1), (4, 5)), ("a, a -> a", (3,), (1,))]:
         check_raises(ValueError, A.run_einsum_flops, pattern, list(shape_a), list(shape_b),
-                     what="a dimension with two sizes, or a shape of the wrong length", see=f"{SEE} §3.5")
+                     what=f"{pattern!r} with shapes {shape_a} and {shape_b}: a dimension with two sizes (1 and n "
+                          "included: no broadcasting), or a shape of the wrong length", see=f"{SEE} §3.5")

@@ -26,7 +26,7 @@ def run(steps: int, dtype=torch.float64):
     return params, grads
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_resuming_after_any_step_is_bit_identical():
     params, grads = run(5)
     straight = A.run_adagrad(params, grads, lr=0.2)["params"]
@@ -136,3 +136,36 @@ def test_adagrad_keeps_a_separate_state_for_parameters_of_the_same_shape():
                      what=f"g2 of parameter {i}: the sum of its own squared gradients")
         check_tensor(got["params"][i], expected[i], **FLOAT64, inputs=inputs, see=f"{SEE} §8.2",
                      what=f"parameter {i} after 3 steps")
+
+
+@pytest.mark.points(1)
+def test_adagrad_reads_each_groups_lr_at_every_step():
+    # Catches a learning rate read once, in __init__ (a list of the groups' lrs kept aside): right
+    # until a scheduler rewrites group["lr"] between steps, as every torch.optim.lr_scheduler does.
+    params, grads = run(4)
+    factors = [1.0, 0.5, 0.1, 2.0]
+    got = A.run_adagrad(params, grads, groups=[{"params": [0, 2], "lr": 0.3}, {"params": [1]}], lr=0.05,
+                        lr_factors=factors)
+    base = [0.3, 0.05, 0.3]
+    expected, g2 = [p.clone() for p in params], [torch.zeros_like(p) for p in params]
+    for step, factor in enumerate(factors):
+        for i, g in enumerate(grads[step]):
+            g2[i] = g2[i] + g * g
+            expected[i] = expected[i] - base[i] * factor * g / torch.sqrt(g2[i] + 1e-5)
+    inputs = ("groups [{params: [p0, p2], lr: 0.3}, {params: [p1]}], AdaGrad(groups, lr=0.05), then "
+              f"LambdaLR(optimizer, lambda step: {factors}[step]): each group's lr times the factor of the step")
+    for i, (g, e) in enumerate(zip(got["params"], expected)):
+        check_tensor(g, e, **FLOAT64, inputs=inputs, see=f"{SEE} §8.2", what=f"parameter {i} after 4 steps: read "
+                     "group[\"lr\"] at every step (a scheduler changes it between steps), not once in __init__")
+
+
+@pytest.mark.points(1)
+def test_adagrad_leaves_the_gradients_as_they_were():
+    # Catches an update that divides or scales p.grad in place to save a temporary: the parameters
+    # come out right, but the gradients are the caller's (clipping, logging and gradient
+    # accumulation read them after the step).
+    params, grads = run(3)
+    got = A.run_adagrad(params, grads, lr=0.1)
+    check_equal(got["changed_grads"], [], what="[step, parameter] of each .grad the step wrote into (compute "
+                "new tensors from p.grad; leave it as it was)", inputs="3 float64 parameters, 3 steps, lr=0.1",
+                see=f"{SEE} §8.1")

@@ -189,14 +189,50 @@ def test_get_batch_without_a_generator_follows_the_global_generator(seed_everyth
 
 
 @pytest.mark.points(1)
-def test_get_batch_keeps_token_ids_past_2_to_the_24_exact(seed_everything):
+def test_get_batch_keeps_token_ids_past_2_to_the_24_exact(tmp_path, seed_everything):
     # Catches windows converted through float32 (or float16), which holds integers exactly only up
-    # to 2**24: past it, neighbouring token ids round to the same value.
+    # to 2**24: past it, neighbouring token ids round to the same value. The last two cases are
+    # token files opened with open_tokens, as a run reads them (a uint32 or int64 memmap).
     for dtype, low in [("int32", 2**24 - 20), ("int64", 2**40 + 1), ("uint32", 2**31 - 20)]:
         tokens = np.arange(low, low + 60, dtype=np.int64).astype(dtype)
         got = A.run_get_batch(tokens, 8, 9, "cpu", seed_everything)
         check_windows(got, tokens, 8, 9, f"60 consecutive {dtype} token ids from {low} up (past 2**24, where float32 "
                       "stops holding every integer)")
+    for dtype, low in [("uint32", 2**32 - 80), ("int64", 2**53 + 1)]:
+        tokens = np.arange(low, low + 60, dtype=np.uint64).astype(dtype)
+        path = write(tmp_path / f"ids-{dtype}.bin", tokens)
+        got = A.run_get_batch_from_file(path, dtype, 8, 9, seed_everything)
+        check_windows(got, tokens, 8, 9, f"a {dtype} token file (open_tokens, a memmap) of 60 consecutive ids from "
+                      f"{low} up")
+
+
+@pytest.mark.points(1)
+def test_get_batch_reaches_odd_starts_past_2_to_the_24(tmp_path, seed_everything):
+    # Catches starts drawn as floor(u * n) with u a float32 (torch.rand's default dtype): past 2**24 a
+    # float32 holds only even integers, so no start above 2**24 can be odd and most valid starts of
+    # a large file are never drawn. Token p of the file is p % 256, so a row's first token gives the
+    # parity of its start. About half the starts lie past 2**24: a correct draw makes about half of
+    # all starts odd; the float32 one about a quarter.
+    context_length, batch_size, size = 4, 2048, 2**25 + 1000
+    path = tmp_path / "tokens.bin"
+    np.resize(np.arange(256, dtype=np.uint8), size).tofile(path)
+    got = A.run_get_batch_from_file(str(path), "uint8", batch_size, context_length, seed_everything)
+    inputs = (f"a uint8 token file of 2**25 + 1000 tokens (token p is p % 256), batch_size={batch_size}, "
+              f"context_length={context_length}")
+    check_equal((tuple(got["inputs"].shape), got["inputs"].dtype), ((batch_size, context_length), torch.int64),
+                what="inputs (shape, dtype)", inputs=inputs, see=f"{SEE} §9.2")
+    first = got["inputs"][:, :1]
+    steps = torch.arange(context_length + 1)
+    expected = torch.cat([first + steps[:-1], first + steps[1:]], dim=1) % 256
+    check_tensor(torch.cat([got["inputs"], got["targets"]], dim=1), expected, what="each row: a window of "
+                 "consecutive tokens (inputs), then the same window shifted by one (targets)", inputs=inputs,
+                 see=f"{SEE} §9.2")
+    odd = int((first % 2).sum()) / batch_size
+    assert 0.4 <= odd <= 0.6, explain(
+        "share of odd starts: every valid start is equally likely, so about half are odd. Starts computed "
+        "through a float32 (torch.rand(...) * n) can never be odd past 2**24, where float32 stops holding "
+        "every integer: draw integers (torch.randint) or use float64", inputs=inputs,
+        expected="between 0.4 and 0.6", got=odd, see=f"{SEE} §9.2")
 
 
 @pytest.mark.points(1)

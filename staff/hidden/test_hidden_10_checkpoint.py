@@ -160,3 +160,51 @@ def test_a_checkpoint_saved_to_a_bare_file_name(tmp_path):
                 inputs=inputs, see=f"{SEE} §10.3")
     for name, tensor in model.state_dict().items():
         check_tensor(got["model"][name], tensor, what=f"model {name} loaded back", inputs=inputs, see=f"{SEE} §10.1")
+
+
+@pytest.mark.points(1)
+def test_a_failed_save_to_any_path_type_leaves_the_old_checkpoint(tmp_path):
+    # Catches a save that writes atomically only for a str (or only for str and pathlib.Path) and
+    # hands any other path straight to torch.save: out may be any os.PathLike (§10.3).
+    shown = {"path": "a pathlib.Path", "pathlike": "an os.PathLike that is neither a str nor a pathlib.Path "
+             "(an object with __fspath__)"}
+    folders = {kind: tmp_path / kind for kind in shown}
+    for folder in folders.values():
+        folder.mkdir()
+    for kind, folder in folders.items():
+        path = folder / "checkpoint.pt"
+        A.run_save_checkpoint(DIMS, *states(*trained(1)), 1, str(path))
+        before = student_file_bytes(path)
+        raised = None
+        try:
+            A.run_save_checkpoint(DIMS, *states(*trained(2)), 2, str(path), fail_midway=True, path_kind=kind)
+        except Exception as error:  # noqa: BLE001 - any exception: the save was made to fail
+            raised = error
+        inputs = (f"a save at iteration 1, then a save at iteration 2 to {shown[kind]} whose optimizer state cannot "
+                  "be pickled")
+        assert raised is not None, explain("the failing save", inputs=inputs, expected="an exception", got="returned",
+                                           see=f"{SEE} §10.3")
+        assert student_file_bytes(path) == before, explain(
+            "the checkpoint file after a failed save", inputs=inputs, expected="the iteration-1 checkpoint, unchanged",
+            got="different bytes (every path type must be written to a temporary file, then renamed: test "
+                "isinstance(out, (str, os.PathLike)), not str alone)", see=f"{SEE} §10.3")
+        check_equal(sorted(p.name for p in folder.iterdir()), ["checkpoint.pt"], inputs=inputs, see=f"{SEE} §10.3",
+                    what="files in the folder after the failed save (no temporary file left behind)")
+
+
+@pytest.mark.points(1)
+def test_the_optimizer_steps_the_model_that_was_loaded(tmp_path):
+    # Catches a load that gives the model new parameter objects (load_state_dict(..., assign=True), or
+    # parameters replaced one by one): the model holds the checkpoint's values, but the optimizer still
+    # holds the old parameters, so every later step changes tensors the model no longer uses.
+    model, optimizer = trained(2)
+    path = tmp_path / "checkpoint.pt"
+    A.run_save_checkpoint(DIMS, *states(model, optimizer), 2, str(path))
+    got = A.run_load_checkpoint(str(path), DIMS)
+    inputs = "load_checkpoint of a save at iteration 2 into a fresh model and its AdamW"
+    assert got["raised"] is None, explain("load_checkpoint", inputs=inputs, expected="no error",
+                                          got=repr(got["raised"]), see=f"{SEE} §10.1")
+    check_equal(got["optimizer_steps_the_model"], True, inputs=inputs, see=f"{SEE} §10.1",
+                what="after loading, the optimizer's param groups hold the model's own parameters, object for object "
+                     "(model.load_state_dict copies the values into them; assign=True or new Parameters leave the "
+                     "optimizer stepping tensors the model no longer holds)")
