@@ -103,6 +103,7 @@ def test_a_broken_submission_scores_0_on_the_gpu_part_alone(tmp_path):
     assert result.tests and all(t.needs_cuda for t in result.tests)
 
 
+@pytest.mark.slow
 def test_a_cpu_grade_on_a_machine_that_reports_a_gpu_leaves_the_cuda_tests_out(tmp_path, monkeypatch):
     # Catches a CPU grade without `-m "not cuda"`: on a GPU machine it would run the cuda tests under
     # the CPU grade's 8 GiB limit (or, for a submission it cannot load, fail them), and the gradebook
@@ -122,6 +123,7 @@ def report_command(out, *submission) -> list[str]:
             "64", "--dtypes", "float32", "--warmup", "1", "--repeats", "2", "--out", str(out)]
 
 
+@pytest.mark.slow
 def test_gpu_report_shape_on_the_cpu_for_the_reference_and_for_stubs(tmp_path):
     # The same code measures on a GPU; here the table, the CSV, the PNG, and a broken timer as a line.
     from staff import samples

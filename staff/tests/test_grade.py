@@ -82,6 +82,7 @@ def test_the_same_code_grades_the_same_as_a_zip_with_a_top_folder(graded):
     assert "Not graded: flops.py at zip-with-a-top-folder.zip/my-work/" in zipped["output"]
 
 
+@pytest.mark.slow
 def test_cli_grades_one_submission_and_prints_the_protections(tmp_path, capsys):
     samples.stubs(tmp_path / "submission")
     out = tmp_path / "out" / "results.json"

@@ -45,6 +45,7 @@ def fingerprint(root: Path) -> str:
     return digest.hexdigest()
 
 
+@pytest.mark.slow
 def test_a_scaffold_passes_staff_check_and_fails_its_own_tests(tmp_path):
     # Mistakes this catches: a scaffold that `staff check` refuses (a total not moved, a summary row missing),
     # and one whose tests pass before anything is written (a test that cannot fail).

@@ -233,6 +233,7 @@ def run_script(release: Path, *args: str, timeout: int) -> subprocess.CompletedP
 
 
 @pytest.mark.timeout(1200)  # builds, installs, tests and grades a whole release: minutes on a loaded machine
+@pytest.mark.slow
 def test_release_end_to_end(tmp_path, capsys):
     """The full build with every self-check, then a student's round trip through the release."""
     out = tmp_path / "rel"

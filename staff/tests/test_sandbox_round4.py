@@ -91,6 +91,7 @@ def test_a_gpu_grades_filter_lets_cuda_make_its_socket_and_refuses_the_rest(mach
     assert _verdict(program, 0x40000003, 0) == deny
 
 
+@pytest.mark.slow
 def test_a_gpu_grade_asks_for_a_worker_that_can_start_cuda(tmp_path, monkeypatch):
     # Mistake: a GPU grade whose worker is confined as a CPU grade's, which scored the reference 2 of 12 on
     # an H100, every CUDA call failing with error 304 (a CPU grade keeps every protection).

@@ -134,6 +134,7 @@ def test_only_the_gpu_chaff_and_the_wheat_of_problems_with_cuda_tests_are_graded
 
 
 @pytest.mark.timeout(1800)
+@pytest.mark.slow
 def test_the_ci_sample_is_classified_right(variants):
     """Per problem its first wheat (about 45 s on two cores): CI's time is near its 20-minute limit, so
     it grades validity here; chaff and the stubs' 0 are covered by the full `staff validate`, the red
