@@ -204,6 +204,12 @@ def test_the_optimizer_steps_the_model_that_was_loaded(tmp_path):
     inputs = "load_checkpoint of a save at iteration 2 into a fresh model and its AdamW"
     assert got["raised"] is None, explain("load_checkpoint", inputs=inputs, expected="no error",
                                           got=repr(got["raised"]), see=f"{SEE} §10.1")
+    saved = model.state_dict()
+    restored = set(got["model"]) == set(saved) and all(torch.equal(got["model"][k], v) for k, v in saved.items())
+    assert restored, explain(
+        "the model's weights after load_checkpoint (this test assumes the load of §10.1 restores them; see "
+        "test_save_then_load_a_path)", inputs=inputs, expected="the saved weights", got="other values",
+        see=f"{SEE} §10.1")
     check_equal(got["optimizer_steps_the_model"], True, inputs=inputs, see=f"{SEE} §10.1",
                 what="after loading, the optimizer's param groups hold the model's own parameters, object for object "
                      "(model.load_state_dict copies the values into them; assign=True or new Parameters leave the "

@@ -9,18 +9,11 @@ import re
 from pathlib import Path
 
 from staff.batch import Submission, grade_one
+from staff.tests.documents import strings
 
 # C0 but tab and newline, DEL, C1 (U+009B CSI, U+009D OSC) and bidi controls: none may be shown.
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 NASTY = "\x1b[2J\x9b31m\x9d0;title\x07\u202egpj.exe\u2066"
-
-
-def strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for key, item in value.items() for s in (key, *strings(item))]
-    return [s for item in value for s in strings(item)] if isinstance(value, list) else []
 
 
 def test_a_grader_failures_traceback_in_results_json_is_scrubbed(tmp_path):

@@ -19,6 +19,7 @@ from staff.release.leaks import squeeze
 from staff.sandbox.leftovers import leftovers
 from staff.sandbox.uids import worker_uids
 from staff.tests.conftest import AS_USER, BATCH_TIMEOUT_S, ORDINARY_CASES
+from staff.tests.documents import strings
 from staff.tests.processes import running_commands
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(BATCH_TIMEOUT_S)]
@@ -26,15 +27,6 @@ HIDDEN = Path(__file__).resolve().parent.parent / "hidden"
 MAX_RESULTS_BYTES = 1 << 20
 # What must reach no screen or file from a submission: C0 but tab and newline, DEL, C1, bidi controls.
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def strings(value: object) -> list[str]:
-    """Every string in a JSON document (keys included)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for key, item in value.items() for s in (key, *strings(item))]
-    return [s for item in value for s in strings(item)] if isinstance(value, list) else []
 
 
 def hidden_lines() -> set[str]:
