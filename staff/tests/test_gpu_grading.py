@@ -83,6 +83,7 @@ def test_validate_gpu_grades_without_the_address_space_limit(monkeypatch):
     assert seen == [(None, True), (default("memory_gib") * 2**30, False)]
 
 
+@pytest.mark.slow
 def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
     # Catches a GPU grade that runs the CPU tests again (their points would count twice) or the hidden suite.
     result = grade(REPO_ROOT, in_process=True, progress=False, gpu=True)
@@ -93,6 +94,7 @@ def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
         assert all(t.status == "skipped" for t in result.tests) and result.max_score == 0
 
 
+@pytest.mark.slow
 def test_a_broken_submission_scores_0_on_the_gpu_part_alone(tmp_path):
     # Catches a GPU grade that, for a submission it cannot load, lists every CPU test as failed: the
     # gradebook would add their points to the GPU part's maximum.
@@ -144,6 +146,7 @@ def test_gpu_report_shape_on_the_cpu_for_the_reference_and_for_stubs(tmp_path):
         done.stdout
 
 
+@pytest.mark.slow
 def test_gpu_report_refuses_a_missing_submission_and_no_gpu(tmp_path):
     done = subprocess.run(report_command(tmp_path / "out", tmp_path / "nowhere"), cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=120)

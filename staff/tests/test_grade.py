@@ -94,6 +94,7 @@ def test_cli_grades_one_submission_and_prints_the_protections(tmp_path, capsys):
     assert "sandbox: on:" in captured.err
 
 
+@pytest.mark.slow
 def test_not_a_zip_and_a_missing_package_are_explained(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     assert "neither a folder nor a zip" in grade(tmp_path / "notes.txt", hidden=False).output
@@ -101,6 +102,7 @@ def test_not_a_zip_and_a_missing_package_are_explained(tmp_path):
     assert "no cs336_basics" in grade(tmp_path / "empty", hidden=False).output
 
 
+@pytest.mark.slow
 def test_a_broken_zip_is_explained(tmp_path):
     archive = tmp_path / "broken.zip"
     samples.zip_folder(samples.stubs(tmp_path / "s").parent, archive)

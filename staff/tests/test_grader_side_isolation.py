@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from staff.batch import Submission, grade_one
 from staff.tests.documents import strings
 
@@ -165,6 +167,7 @@ def test_a_grades_code_folder_is_readable_by_its_own_worker_alone(tmp_path):
         assert not _reads_as(workspace.uid + 1, module), "another grade's worker reads this grade's code"
 
 
+@pytest.mark.slow
 def test_the_grade_is_delivered_before_its_scratch_folder_is_removed(tmp_path, monkeypatch):
     # Mistake: results.json written only once grade() has returned, after the clean-up: a clean-up
     # that takes long (or a grader killed during it) delays or loses a grade that was already made.
