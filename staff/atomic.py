@@ -37,8 +37,3 @@ def atomic_file(out: Path, mode: str = "w", *, permissions: int = 0o644, **open_
 def write_text_atomic(out: Path, text: str) -> None:
     with atomic_file(out, "w", encoding="utf-8", newline="") as stream:
         stream.write(text)
-
-
-def write_bytes_atomic(out: Path, data: bytes) -> None:
-    with atomic_file(out, "wb") as stream:
-        stream.write(data)

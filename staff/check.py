@@ -18,7 +18,7 @@ from pathlib import Path
 
 from staff import problem_files as files
 from staff.markers import find_blocks, handout_page
-from staff.stated import SUMMARY, Stated, Totals, all_facts, fix_texts, with_missing_rows
+from staff.stated import SUMMARY, Stated, Totals, all_facts, cited_sections, fix_texts, with_missing_rows
 from tests.grading import PROBLEMS, GradedTest
 
 
@@ -116,14 +116,12 @@ def check_test_tables(repo: Path, points: Totals) -> list[Finding]:
         if named:
             found.append(Finding(problem.handout, f"names hidden tests: {named}", number))
         table = dict(re.findall(r"^\| `(test_\w+)`[^|]*\| (§\d+\.\d+) \|", text, re.MULTILINE))
-        for source_file in files.public_test_files(repo, number):
-            source = source_file.read_text(encoding="utf-8")
-            for node in ast.parse(source).body:
-                if isinstance(node, ast.FunctionDef) and node.name in table:
-                    cited = set(re.findall(r"§\d+\.\d+", ast.get_source_segment(source, node) or ""))
-                    if table[node.name] not in cited:
-                        found.append(Finding(str(source_file.relative_to(repo)), f"{node.name} cites {sorted(cited)}; "
-                                             f"its row in {problem.handout} says {table[node.name]}", number))
+        test_files = files.public_test_files(repo, number)
+        where = str(test_files[0].relative_to(repo)) if len(test_files) == 1 else f"tests/test_{number:02d}_*.py"
+        for name, cited in cited_sections(repo, number).items():
+            if name in table and table[name] not in cited:
+                found.append(Finding(where, f"{name} cites {sorted(cited)}; its row in {problem.handout} says "
+                                     f"{table[name]}", number))
     return found
 
 

@@ -186,3 +186,11 @@ def test_fix_adds_the_row_of_a_test_the_table_does_not_list(tree, tests):
     assert changed == ["handout/08_adagrad.md"] and unplaced == [] and findings(tree, tests) == []
     original = (REPO_ROOT / "handout" / "08_adagrad.md").read_text()
     assert sorted(page.read_text().splitlines()) == sorted(original.splitlines())
+
+
+def test_a_tests_table_row_citing_another_section_than_its_test_is_named(tree, tests):
+    # Mistake this catches: a row moved to another section while the test still sends students to the old one.
+    edit(tree / "handout" / "08_adagrad.md", "| `test_adagrad_default_lr_is_0_01` | §8.1 |",
+         "| `test_adagrad_default_lr_is_0_01` | §8.2 |")
+    assert "tests/test_08_adagrad.py: test_adagrad_default_lr_is_0_01 cites ['§8.1']; its row in " \
+        "handout/08_adagrad.md says §8.2" in findings(tree, tests)
