@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from staff.atomic import write_text_atomic
 from staff.sandbox.removal import scratch_folder
 
 REPORT_NAME = "gpu-check.md"
@@ -205,7 +206,7 @@ def main_check(args: argparse.Namespace, repo: Path) -> int:
         except Exception as error:  # noqa: BLE001 - as for validate
             report = f"staff gpu-report failed: {type(error).__name__}: {error}"
     path = out / REPORT_NAME
-    path.write_text(build_markdown(facts, tests, variants, report, when), encoding="utf-8")
+    write_text_atomic(path, build_markdown(facts, tests, variants, report, when))
     print(path.read_text(encoding="utf-8"))
     print(f"written: {path}", file=sys.stderr)
     return 0 if all_well(tests, variants) else 1

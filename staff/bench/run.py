@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from staff.atomic import write_text_atomic
 from staff.bench.measure import Row, machine_description, markdown
 
 GROUPS = ("cli", "kernels", "student", "grading", "release", "staff-suite")
@@ -60,7 +61,7 @@ def replace_readme_table(readme: Path, table: str) -> None:
     if text.count(README_START) != 1 or text.count(README_END) != 1:
         raise ValueError(f"{readme} needs one {README_START} line and one {README_END} line to hold the table")
     pattern = re.compile(re.escape(README_START) + r".*?" + re.escape(README_END), re.DOTALL)
-    readme.write_text(pattern.sub(lambda _: f"{README_START}\n{table}{README_END}", text), encoding="utf-8")
+    write_text_atomic(readme, pattern.sub(lambda _: f"{README_START}\n{table}{README_END}", text))
 
 
 def main_bench(groups: list[str], repeats: int, batch_size: int, out: Path, readme: Path | None) -> int:
@@ -71,8 +72,7 @@ def main_bench(groups: list[str], repeats: int, batch_size: int, out: Path, read
     minutes = (time.monotonic() - started) / 60
     table = markdown(rows, machine_description()) + f"\nThe whole run took {minutes:.1f} minutes.\n"
     print(table)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table, encoding="utf-8")
+    write_text_atomic(out, table)
     print(f"written to {out}", file=sys.stderr)
     if readme is not None:
         replace_readme_table(readme, table)
