@@ -24,6 +24,7 @@ from pathlib import Path
 
 from staff.sandbox import memory, memory_group, settings
 from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, write_frame
+from staff.sandbox.keeper import end_everything_below
 from staff.sandbox.leftovers import remove_leftovers
 
 SIGNAL_WORDS = {
@@ -440,50 +441,10 @@ def _unread_bytes(fd: int) -> int:
     return int.from_bytes(count, sys.byteorder)
 
 
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def become_subreaper() -> bool:
-    """Make orphans of this process's descendants its children (not init's), so a daemon the worker
-    starts with setsid stays findable below it (Linux only)."""
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
 def kill_descendants(pid: int) -> None:
     """SIGKILL every descendant of `pid` (not `pid` itself), found through /proc, and reap those that
-    became this process's children."""
-    for _ in range(3):  # a fork bomb may still be forking while we kill
-        children: dict[int, list[int]] = {}
-        for entry in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                text = entry.read_text()
-            except OSError:
-                continue
-            fields = text[text.rfind(")") + 2:].split()  # after the command name, which may hold spaces
-            children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
-        found, pending = [], list(children.get(pid, []))
-        while pending:
-            child = pending.pop()
-            found.append(child)
-            pending += children.get(child, [])
-        for child in found:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
-        if not found:
-            return
-        time.sleep(0.05)
+    became this process's children: the keeper's clean-up (staff/sandbox/keeper.py), in three rounds."""
+    end_everything_below(rounds=3, pid=pid)
 
 
 def kill_user(uid: int) -> None:

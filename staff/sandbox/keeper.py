@@ -62,14 +62,15 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def end_everything_below(rounds: int = 1000) -> None:
-    """SIGKILL every process below this one and reap them, again until none is left (a fork bomb
-    may still be forking while the first ones die), for at most `rounds` rounds."""
+def end_everything_below(rounds: int = 1000, pid: int | None = None) -> None:
+    """SIGKILL every process below `pid` (this one by default) and reap those that are this process's
+    children, again until none is left (a fork bomb may still be forking while the first ones die),
+    for at most `rounds` rounds. The grader's client uses it too (`staff.sandbox.client`)."""
     for _ in range(rounds):
-        found = descendants(os.getpid())
-        for pid in found:
+        found = descendants(os.getpid() if pid is None else pid)
+        for child in found:
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(child, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         try:

@@ -19,7 +19,8 @@ import pytest
 
 from adapters._route import set_route
 from staff.sandbox import confine, memory, memory_group
-from staff.sandbox.client import Limits, Worker, WorkerConfig, become_subreaper
+from staff.sandbox.client import Limits, Worker, WorkerConfig
+from staff.sandbox.keeper import become_subreaper
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.quota import DiskQuota
 from staff.sandbox.route import WorkerRoute
