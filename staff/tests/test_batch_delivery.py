@@ -34,7 +34,8 @@ def test_a_batch_grade_is_written_before_the_clean_up_and_survives_it_failing(tm
     grade_one(submission, out, grader)
     assert seen_before_clean_up == [True], "results.json was not written before the clean-up started"
     document = json.loads((out / RESULTS).read_text(encoding="utf-8"))
-    assert document["score"] == 3, f"expected the grade's 3 points kept, got {document['score']}: {document['output']!r}"
+    assert document["score"] == 3, \
+        f"expected the grade's 3 points kept, got {document['score']}: {document['output']!r}"
     assert json.loads((out / "meta.json").read_text())["submission"] == "ada"
 
 
