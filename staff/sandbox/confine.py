@@ -505,6 +505,7 @@ def deny_syscalls(sockets: bool = True) -> str:
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return off(f"seccomp: {_errno_text()}")
     made = "no sockets but unix pairs" if sockets else "no internet sockets (a GPU grade: unix sockets allowed)"
-    return f"{ON} (seccomp: an allow-list of {sum(v == 'allowed' for v, _, _ in syscalls.review().values())} " \
+    allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + (0 if sockets else len(syscalls.GPU_ONLY))
+    return f"{ON} (seccomp: an allow-list of {allowed} " \
            f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces or " \
            "access to other processes)"
