@@ -16,6 +16,7 @@ older grader, counts as not graded: the next run grades that submission again.
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
 import statistics
@@ -154,26 +155,41 @@ def error_text(extra_data: dict) -> str:
     return outcome.summary(extra_data)  # the run stopped early: a line that says why
 
 
-def grade_one(submission: Submission, out: Path, grader: Callable[[Path], object], results: str = RESULTS) -> None:
+def grade_one(submission: Submission, out: Path, grader: Callable[..., object], results: str = RESULTS) -> None:
     """Grade one submission into `out` (`results`, results.json or results-gpu.json, and its meta
     file). A failure of the grader itself becomes a results file scoring 0 with the reason, so the
-    batch goes on; a grade that ends as the process is told to stop writes nothing (staff/stopping.py)."""
+    batch goes on; a grade that ends as the process is told to stop writes nothing (staff/stopping.py).
+    A grader that takes `on_graded` (`staff grade`'s, the red team's) is asked to hand the grade over
+    before its scratch folder is removed, so the files are written before the clean-up starts, as
+    `staff grade` and the autograder write theirs; nothing the clean-up does can lose them."""
     from staff.gradescope import results_json
 
     started = time.monotonic()
+    delivered: list[bool] = []
+
+    def deliver(document: dict) -> None:
+        if stop_requested() or delivered:
+            return  # this process is being stopped, perhaps by the signal that ended this grade: not graded
+        error = error_text(document["extra_data"])
+        write_json_atomically({"student_id": submission.student_id, "name": submission.name,
+                               "email": submission.email, "submission": submission.key,
+                               "seconds": round(time.monotonic() - started, 2), "error": error},
+                              out / meta_name(results))
+        write_json_atomically(document, out / results)  # last: its presence marks the submission done
+        delivered.append(True)
+
     try:
-        document = results_json(grader(submission.path))
+        if "on_graded" in inspect.signature(grader).parameters:
+            made = grader(submission.path, on_graded=lambda grade: deliver(results_json(grade)))
+        else:
+            made = grader(submission.path)
+        document = results_json(made)
     except Exception as failure:  # noqa: BLE001 - one broken grade must not stop the batch
+        if delivered:
+            return  # the grade was kept before whatever failed after it
         message = Outcome.GRADER_ERROR.summary({"error": f"{type(failure).__name__}: {failure}"})
         document = failure_results(f"{message}\n\n{traceback.format_exc()[-3000:]}", time.monotonic() - started)
-    if stop_requested():
-        return  # this process is being stopped, perhaps by the signal that ended this grade: not graded
-    error = error_text(document["extra_data"])
-    seconds = time.monotonic() - started
-    write_json_atomically({"student_id": submission.student_id, "name": submission.name, "email": submission.email,
-                           "submission": submission.key, "seconds": round(seconds, 2), "error": error},
-                          out / meta_name(results))
-    write_json_atomically(document, out / results)  # last: its presence marks the submission done
+    deliver(document)
 
 
 @dataclass

@@ -73,11 +73,32 @@ def install_docker_seccomp() -> None:
         raise OSError(ctypes.get_errno(), "seccomp filter refused")
 
 
+CGROUP_MOUNTS = "/sys/fs/cgroup"
+_MS_RDONLY, _MS_REMOUNT = 1, 32
+
+
+def _cgroups_read_only() -> None:
+    """In a mount namespace of this process's own, every mount at or below /sys/fs/cgroup made
+    read-only (v1's tmpfs and each controller's hierarchy, or v2's one); raises OSError where it cannot."""
+    if confine.unshare(confine.CLONE_NEWNS) != confine.ON or \
+            not confine._mount(None, "/", None, confine.MS_REC | confine.MS_PRIVATE):
+        raise OSError(ctypes.get_errno(), "no private mount namespace for a read-only cgroup file system")
+    points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    for point in sorted({p for p in points if p == CGROUP_MOUNTS or p.startswith(CGROUP_MOUNTS + "/")}, key=len):
+        if not confine._mount(None, point, None, confine.MS_BIND | _MS_REMOUNT | _MS_RDONLY):
+            raise OSError(ctypes.get_errno(), f"cannot make {point} read-only")
+
+
 class Container:
     """A memory limit, a CPU quota and Docker's seccomp profile for commands run through `run`."""
 
-    def __init__(self, memory_bytes: int | None, cpus: float | None, seccomp: bool = True) -> None:
+    def __init__(self, memory_bytes: int | None, cpus: float | None, seccomp: bool = True,
+                 read_only_cgroups: bool = False) -> None:
+        """`read_only_cgroups`: the command sees the cgroup file system read-only, as under Docker, where
+        the grader can make no memory group of its own (off by default: the container tests measure
+        what the group holds; `staff/tests/test_container_cgroups.py` what happens without it)."""
         self.memory_bytes, self.cpus, self.seccomp = memory_bytes, cpus, seccomp
+        self.read_only_cgroups = read_only_cgroups
         self.groups: list[Path] = []
         self.missing: list[str] = []
         self.memory_group: Path | None = None
@@ -122,6 +143,8 @@ class Container:
     def _join(self) -> None:
         for group in self.groups:
             (group / "cgroup.procs").write_text(str(os.getpid()))
+        if self.read_only_cgroups:
+            _cgroups_read_only()
         if self.seccomp and not any(m.startswith("seccomp") for m in self.missing):
             install_docker_seccomp()
 

@@ -48,7 +48,7 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
     options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1, jobs=2,
                              limits=Limits(disk_bytes=DISK_BYTES))  # graded two at a time
 
-    def grader(path: Path):
+    def grader(path: Path, on_graded=None):
         case = cases.get(path.name.removesuffix(".zip"))
         off = case.off if case is not None else ()
         confined = dataclasses.replace(options, **{name: False for name in off})
@@ -56,7 +56,7 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
             confined.limits = dataclasses.replace(options.limits, memory_bytes=int(case.memory_gib * 2**30))
         visibility = {"hidden_visibility": case.hidden_visibility} if case and case.hidden_visibility else {}
         limit = {"timeout_s": case.run_timeout_s} if case and case.run_timeout_s else {}
-        return grade(path, sandbox=confined, progress=False, **visibility, **limit)
+        return grade(path, sandbox=confined, progress=False, on_graded=on_graded, **visibility, **limit)
 
     return grader
 

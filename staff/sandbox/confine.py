@@ -392,60 +392,35 @@ def landlock(read_only: list[str], read_write: list[str], devices: list[str]) ->
             "tcp": ON if net else off(f"Landlock ABI {abi} < 4")}
 
 
-# -- seccomp: system calls the worker never needs, refused whatever the namespaces -----------------
+# -- seccomp: an allow-list of system calls, reviewed one by one in syscalls.py -------------------
 # Docker's default profile refuses new namespaces, so on Gradescope the worker has the container's
-# network and IPC; this filter needs no privilege (only no_new_privs) and closes both. What it
-# refuses is the class "a kernel object that can carry data between grades or out of one", less
-# what torch and the adapters use (pipes, the zygote's unix socketpair).
+# network and IPC; this filter needs no privilege (only no_new_privs) and closes both. Every call is
+# reviewed in syscalls.py against the class "a kernel object that can carry data between grades or out
+# of one": allowed with a reason, allowed with its arguments checked, or refused; any other number
+# (a call newer than the review) fails with ENOSYS.
+
+try:
+    from . import syscalls
+except ImportError:  # in the worker's folder, beside it
+    import syscalls
 
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_SYSCALL_BIT = 0x40000000  # x32 numbers: refused whole, with every other architecture's
-# name: (x86_64 number, aarch64 number); each refused with EPERM, as Docker's profile refuses its own.
-REFUSED = {
-    # System V IPC: objects that outlive their process, found by keys and ids anyone can guess.
-    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
-    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
-    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
-    # POSIX message queues: named objects of /dev/mqueue, shared by every grade outside an IPC namespace.
-    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182), "mq_timedreceive": (243, 183),
-    "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
-    # Kernel keys: no namespace holds them; a key of the user keyring can be made readable by all and
-    # found in /proc/keys by a later grade (Docker's profile refuses these three too).
-    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
-    # io_uring: it opens files and sockets past this filter.
-    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
-    # Another process's memory and files (a worker of the same user, where there is no user of its own
-    # and no PID namespace): read, written, advised, its descriptors taken or compared.
-    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
-    "process_madvise": (440, 440), "pidfd_getfd": (438, 438), "kcmp": (312, 272),
-    # Kernel-side programs, maps and event streams: BPF maps pinned in bpffs outlive the process;
-    # perf events and fanotify watch other processes and files; userfaultfd is a tool for racing the kernel.
-    "bpf": (321, 280), "perf_event_open": (298, 241), "fanotify_init": (300, 262), "userfaultfd": (323, 282),
-    # Files opened by handle, past every path check (Landlock's included).
-    "name_to_handle_at": (303, 264), "open_by_handle_at": (304, 265),
-    # The kernel log: a crash message carries a process name the worker sets, readable where dmesg is open.
-    "syslog": (103, 116),
-    # Memory hidden from the kernel itself: nothing the worker does needs it.
-    "memfd_secret": (447, 447),
-    # Files in memory: a memfd's pages are in no process's RSS and outside RLIMIT_AS, so a worker could
-    # fill the machine past every limit but a memory cgroup. Neither torch on the CPU nor the adapters
-    # make one (traced: importing torch, the reference's whole grade).
-    "memfd_create": (319, 279),
-}
-# Sockets: the worker reaches none it did not make. socket() is refused for every family (unix path
-# and abstract sockets, netlink, vsock, packet, internet) with EAFNOSUPPORT, which code that probes
-# for a family reads as "not on this machine"; socketpair() is allowed for AF_UNIX only.
-_SOCKET, _SOCKETPAIR = {"x86_64": 41, "aarch64": 198}, {"x86_64": 53, "aarch64": 199}
 _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
+_SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_TYPE_MASK = 1, 5, 0xF
+_CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
+_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY = 6, 7, 37, 38, 1024, 1026
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
-_LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
+_LD_W_ABS, _AND_K, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x54, 0x15, 0x25, 0x35, 0x45, 0x06
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+REFUSED = {name: syscalls.NUMBERS[name] for name, (verdict, _, _) in syscalls.review().items() if verdict == "refused"}
 
 
 def refused_numbers(machine: str) -> dict[str, int]:
-    """The system calls of `REFUSED` by name, with `machine`'s numbers."""
-    column = list(_AUDIT_ARCH).index(machine)
-    return {name: numbers[column] for name, numbers in REFUSED.items()}
+    """The refused system calls that `machine` has, by name, with its numbers."""
+    have = syscalls.numbers(machine)
+    return {name: have[name] for name in REFUSED if name in have}
 
 
 class _SockFilter(ctypes.Structure):
@@ -456,36 +431,64 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
+def _arg(index: int) -> tuple[int, int, int, int]:
+    return (_LD_W_ABS, 0, 0, 16 + 8 * index)  # the low 32 bits of seccomp_data.args[index]
+
+
+def _refuse_values(index: int, values: list[int], deny: int) -> list[tuple[int, int, int, int]]:
+    """Refuse (`deny`) when argument `index` is one of `values`; allow otherwise."""
+    count = len(values)
+    checks = [(_JEQ_K, count - 1 - i, 0 if i < count - 1 else 1, value) for i, value in enumerate(values)]
+    return [_arg(index), *checks, (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW)]
+
+
 def seccomp_program(machine: str, sockets: bool = True) -> list[tuple[int, int, int, int]]:
-    """The classic-BPF program (code, jt, jf, k) for `machine`: another architecture's calls (32-bit
-    ones on a 64-bit kernel, x32) and those of `REFUSED` fail with EPERM; socket() fails with
-    EAFNOSUPPORT, and so does socketpair() but for AF_UNIX; everything else is allowed. Without
-    `sockets` (a GPU grade: CUDA's driver makes a socket as it starts), socket() fails only for
-    AF_INET and AF_INET6, as before round 4."""
-    deny, no_family = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT
+    """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
+    architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
+    with its errno; socket() with EAFNOSUPPORT, socketpair() but for AF_UNIX stream and seqpacket
+    pairs, clone() with a new namespace, TIOCSTI and file locks with EPERM; the allowed calls pass;
+    any other number fails with ENOSYS. Without `sockets` (a GPU grade: CUDA's driver makes a unix
+    socket as it starts), socket() fails only for AF_INET and AF_INET6, and syscalls.GPU_ONLY,
+    socketpair() of any type and fcntl's locks are allowed."""
+    deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
+    have = syscalls.numbers(machine)
     program = [(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
                (_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
                (_RET_K, 0, 0, deny),
                (_LD_W_ABS, 0, 0, 0)]  # seccomp_data.nr
     if machine == "x86_64":
         program += [(_JGE_K, 0, 1, _X32_SYSCALL_BIT), (_RET_K, 0, 0, deny)]
-    for number in sorted(refused_numbers(machine).values()):
-        program += [(_JEQ_K, 0, 1, number), (_RET_K, 0, 0, deny)]
-    if not sockets:
-        return program + [(_JEQ_K, 0, 4, _SOCKET[machine]),
-                          (_LD_W_ABS, 0, 0, 16),  # the low 32 bits of args[0], the address family
-                          (_JEQ_K, 1, 0, _AF_INET),
-                          (_JEQ_K, 0, 1, _AF_INET6),
-                          (_RET_K, 0, 0, no_family),
-                          (_RET_K, 0, 0, _RET_ALLOW)]
-    program += [(_JEQ_K, 0, 1, _SOCKET[machine]),
-                (_RET_K, 0, 0, no_family),
-                (_JEQ_K, 0, 3, _SOCKETPAIR[machine]),
-                (_LD_W_ABS, 0, 0, 16),  # the low 32 bits of args[0], the address family
-                (_JEQ_K, 1, 0, _AF_UNIX),
-                (_RET_K, 0, 0, no_family),
-                (_RET_K, 0, 0, _RET_ALLOW)]
-    return program
+    checked = {
+        "socket": [(_RET_K, 0, 0, no_family)] if sockets else
+        [_arg(0), (_JEQ_K, 1, 0, _AF_INET), (_JEQ_K, 0, 1, _AF_INET6), (_RET_K, 0, 0, no_family),
+         (_RET_K, 0, 0, allow)],
+        "socketpair": [_arg(0), (_JEQ_K, 1, 0, _AF_UNIX), (_RET_K, 0, 0, no_family)] + (
+            [_arg(1), (_AND_K, 0, 0, _SOCK_TYPE_MASK), (_JEQ_K, 2, 0, _SOCK_STREAM), (_JEQ_K, 1, 0, _SOCK_SEQPACKET),
+             (_RET_K, 0, 0, deny)] if sockets else []) + [(_RET_K, 0, 0, allow)],
+        "clone": [_arg(0), (_JSET_K, 0, 1, _CLONE_NEW_ANY), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, allow)],
+        "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX], deny),
+        "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY], deny)
+        if sockets else [(_RET_K, 0, 0, allow)],
+    }
+    for name, body in checked.items():
+        if name in have:
+            program += [(_JEQ_K, 0, len(body), have[name]), *body]
+    action = {}
+    for name, (verdict, _, code) in syscalls.review().items():
+        if name in have and name not in checked:
+            allowed = verdict == "allowed" or (not sockets and name in syscalls.GPU_ONLY)
+            action[have[name]] = allow if allowed else _RET_ERRNO | code
+    # Runs of numbers with the same answer, from 0 up, the gaps ENOSYS: "above this run's end: next run".
+    enosys, runs = _RET_ERRNO | errno.ENOSYS, []
+    for number in range(max(action) + 1):
+        answer = action.get(number, enosys)
+        if runs and runs[-1][1] == answer:
+            runs[-1][0] = number
+        else:
+            runs.append([number, answer])
+    for last, answer in runs:
+        program += [(_JGT_K, 1, 0, last), (_RET_K, 0, 0, answer)]
+    return program + [(_RET_K, 0, 0, enosys)]
 
 
 def deny_syscalls(sockets: bool = True) -> str:
@@ -502,5 +505,7 @@ def deny_syscalls(sockets: bool = True) -> str:
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return off(f"seccomp: {_errno_text()}")
     made = "no sockets but unix pairs" if sockets else "no internet sockets (a GPU grade: unix sockets allowed)"
-    return f"{ON} (seccomp: {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF or " \
+    allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + (0 if sockets else len(syscalls.GPU_ONLY))
+    return f"{ON} (seccomp: an allow-list of {allowed} " \
+           f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces or " \
            "access to other processes)"

@@ -34,7 +34,7 @@ from staff.sandbox.client import Limits, WorkerConfig, site_packages
 from staff.sandbox.settings import Settings, default
 from staff.sandbox.uids import worker_uids
 
-WORKER_FILES = ("worker.py", "frames.py", "confine.py")
+WORKER_FILES = ("worker.py", "frames.py", "confine.py", "syscalls.py", "syscall_numbers.py")
 SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
                     "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/proc", "/sys",
                     "/dev/urandom", "/dev/random", "/dev/zero"]

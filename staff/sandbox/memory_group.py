@@ -53,34 +53,54 @@ def worker_limit(memory_bytes: int | None, jobs: int, room_bytes: int | None) ->
     return min(limits) if limits else None
 
 
-def make(limit_bytes: int | None) -> tuple[Path | None, str]:
+def make(limit_bytes: int | None, found: tuple[Path, bool] | None = None) -> tuple[Path | None, str]:
     """A new memory cgroup folder for one worker, below this process's, holding at most `limit_bytes`
-    (None: no limit, counted only) with no swap; (the folder, "on") or (None, "off: why")."""
-    found = memory.own_cgroup("memory")
+    (None: no limit, counted only) with no swap; (the folder, "on") or (None, "off: why"). `found`:
+    the parent folder and whether it is cgroup v2 (by default this process's memory cgroup)."""
+    found = found or memory.own_cgroup("memory")
     if found is None:
         return None, "off: no memory cgroup to read (cgroup v1's memory controller, or v2 with it)"
     if os.geteuid() != 0:
         return None, "off: the grader does not run as root"
     parent, v2 = found
     group = parent / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    limit = "max" if limit_bytes is None else str(limit_bytes)
-    settings = {"memory.max": limit, "memory.swap.max": "0", "memory.oom.group": "1"} if v2 else \
-        {"memory.limit_in_bytes": "-1" if limit_bytes is None else limit}
     try:
         group.mkdir()
     except OSError as error:
         return None, f"off: cannot make a cgroup in {parent.name or '/'} ({error.strerror})"
-    try:
-        if v2 and "memory" not in (group / "cgroup.controllers").read_text().split():
-            raise OSError(0, "the memory controller is not delegated below the grader's cgroup")
-        for key, value in settings.items():
-            (group / key).write_text(value)
-        if not v2 and (group / "memory.memsw.limit_in_bytes").exists() and limit_bytes is not None:
-            (group / "memory.memsw.limit_in_bytes").write_text(limit)  # no swap beyond the limit
-    except OSError as error:
+    why = configure(group, v2, limit_bytes)
+    if why is not None:
         remove(group)
-        return None, f"off: {error.strerror}"
+        return None, f"off: {why}"
     return group, "on"
+
+
+def configure(group: Path, v2: bool, limit_bytes: int | None) -> str | None:
+    """Set a new group's limit (`limit_bytes`, None: counted only), no swap beyond it, and, on v2, one
+    kill for the whole group; None, or why it cannot be used. A control file the kernel does not
+    offer (no swap accounting) is skipped, never created: a cgroup file system refuses new files."""
+    limit = "max" if limit_bytes is None else str(limit_bytes)
+    if v2:
+        try:
+            delegated = "memory" in (group / "cgroup.controllers").read_text().split()
+        except OSError as error:
+            return error.strerror
+        if not delegated:
+            return "the memory controller is not delegated below the grader's cgroup"
+        settings = {"memory.max": limit, "memory.swap.max": "0", "memory.oom.group": "1"}
+    else:
+        settings = {"memory.limit_in_bytes": "-1" if limit_bytes is None else limit}
+        if limit_bytes is not None:
+            settings["memory.memsw.limit_in_bytes"] = limit  # no swap beyond the limit
+    required = {"memory.max", "memory.limit_in_bytes"}
+    for key, value in settings.items():
+        if key not in required and not (group / key).exists():
+            continue
+        try:
+            (group / key).write_text(value)
+        except OSError as error:
+            return f"{key}: {error.strerror}"
+    return None
 
 
 def usage_bytes(group: Path) -> int | None:

@@ -1,0 +1,162 @@
+"""The review of every system call against one class: a kernel object that carries data between
+grades or out of one (issue 27). It is the worker's seccomp filter: `confine.seccomp_program` is
+an allow-list built from these tables, and a call that is in none of them (one a newer kernel
+adds) fails with ENOSYS, as on a kernel without it, so code that probes for it falls back.
+
+Each group below is (reason, names). ALLOWED: why the call reaches nothing another grade or the
+world can see. CHECKED: allowed with its arguments checked by the filter. REFUSED: why it is
+refused (with EPERM, as Docker's profile refuses, unless the group says ENOSYS). A file is not a
+kernel object in this sense: which files the worker may open is Landlock's and the tmpfs's job
+(README, "The sandbox, and the threat model"); here a call that takes a path is reviewed for what
+else it reaches. `staff/tests/test_syscall_review.py` fails when a call of the architecture's table
+is allowed without a line here, so whoever allows one writes why.
+
+Not closed here, and said so in the README: channels of timing and shared state that need two
+cooperating grades and no object (CPU load, the page cache of the shared Python environment, futex
+wake-ups on a read-only mapping of the same file), as with every side channel.
+Copied into the worker's folder; imports only the standard library and syscall_numbers.py.
+"""
+
+from __future__ import annotations
+
+import errno
+
+try:
+    from .syscall_numbers import NUMBERS
+except ImportError:  # in the worker's folder, beside it
+    from syscall_numbers import NUMBERS
+
+ALLOWED: list[tuple[str, str]] = [
+    ("I/O on a descriptor the worker holds (its pipes to the grader, its own pairs, files Landlock let it open)",
+     "read write pread64 pwrite64 readv writev preadv pwritev preadv2 pwritev2 lseek close close_range dup dup2 "
+     "dup3 sendfile splice tee vmsplice copy_file_range readahead fadvise64 fsync fdatasync syncfs "
+     "sync_file_range fallocate ftruncate fstat fstatfs getdents getdents64 fchdir fchmod fchown"),
+    ("a file by path: Landlock decides which (read the environment, write its own folders); nothing else is named",
+     "open openat openat2 creat stat lstat newfstatat statx access faccessat faccessat2 fchmodat2 readlink "
+     "readlinkat getcwd chdir mkdir mkdirat rmdir unlink unlinkat rename renameat renameat2 link linkat symlink "
+     "symlinkat chmod fchmodat chown lchown fchownat umask truncate utime utimes utimensat futimesat statfs "
+     "execve execveat"),
+    ("extended attributes of a file it may reach; stored on the file, which goes with its folder",
+     "setxattr lsetxattr fsetxattr getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr removexattr "
+     "lremovexattr fremovexattr"),
+    ("its own memory (private, or a mapping of a file it opened; counted by RLIMIT_AS and the memory group)",
+     "brk mmap munmap mremap mprotect madvise msync mincore mlock mlock2 munlock mlockall munlockall membarrier "
+     "pkey_mprotect pkey_alloc pkey_free mbind set_mempolicy get_mempolicy set_mempolicy_home_node"),
+    ("its own processes and threads, and waiting for them (clone's flags are CHECKED)",
+     "fork vfork exit exit_group wait4 waitid set_tid_address set_robust_list rseq futex futex_waitv "
+     "futex_wake futex_wait futex_requeue arch_prctl"),
+    ("ids and limits of its own (setting ids needs a capability it has not)",
+     "getpid getppid gettid getpgid getpgrp getsid setsid setpgid getuid geteuid getgid getegid getresuid "
+     "getresgid getgroups capget capset getrlimit setrlimit prlimit64 getrusage times uname sysinfo getrandom "
+     "getcpu prctl"),
+    ("scheduling of its own threads (the PID namespace, or Landlock and its uid, leave it no other's)",
+     "sched_yield sched_getaffinity sched_setaffinity sched_getparam sched_setparam sched_getscheduler "
+     "sched_setscheduler sched_getattr sched_setattr sched_get_priority_max sched_get_priority_min "
+     "sched_rr_get_interval getpriority setpriority"),
+    ("signals: to its own processes only (PID namespace; Landlock's signal scope; another grade has another uid)",
+     "kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo pidfd_open pidfd_send_signal rt_sigaction "
+     "rt_sigprocmask rt_sigreturn rt_sigpending rt_sigtimedwait rt_sigsuspend sigaltstack pause alarm "
+     "getitimer setitimer signalfd signalfd4 restart_syscall"),
+    ("clocks and timers: read, or timers of its own (setting the clock needs a capability, and is REFUSED)",
+     "nanosleep clock_nanosleep clock_gettime clock_getres gettimeofday time timer_create timer_settime "
+     "timer_gettime timer_getoverrun timer_delete timerfd_create timerfd_settime timerfd_gettime"),
+    ("waiting on descriptors, and objects that live only as a descriptor of its own (no name, no path)",
+     "poll ppoll select pselect6 epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 "
+     "eventfd eventfd2 pipe pipe2"),
+    ("on the only sockets there are, its own stream or seqpacket pairs (which ignore or refuse an address)",
+     "sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg shutdown getsockname getpeername setsockopt getsockopt"),
+    ("narrowing itself further: more Landlock rules or seccomp filters can only take rights away",
+     "landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp"),
+]
+
+# name: what the filter checks, for calls allowed only with some arguments (see confine.seccomp_program).
+CHECKED: dict[str, str] = {
+    "socket": "refused for every family (EAFNOSUPPORT): path, abstract, netlink, vsock, packet, internet; in a GPU "
+              "grade only internet ones (CUDA's driver makes a unix socket as it starts)",
+    "socketpair": "AF_UNIX stream or seqpacket only: a datagram pair could send to any named socket by address",
+    "clone": "no CLONE_NEW* flag: a new user namespace would give the worker every capability inside it",
+    "ioctl": "not TIOCSTI or TIOCLINUX (typing into a terminal); the rest acts on a descriptor it holds",
+    "fcntl": "no record lock, lease or dnotify: a lock on a file of the shared environment is seen by every "
+             "grade (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY)",
+}
+
+# Allowed in a GPU grade only, where CUDA's driver talks to its daemons over unix sockets.
+GPU_ONLY = "bind listen connect accept accept4 flock".split()
+
+REFUSED: list[tuple[str, int, str]] = [
+    ("System V IPC: objects found by a key anyone can guess, outliving their process; refused in every mode, "
+     "the IPC namespace's or not (Docker, --no-namespaces, an ordinary user)", errno.EPERM,
+     "shmget shmat shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl"),
+    ("POSIX message queues: named objects of /dev/mqueue, shared by every grade outside an IPC namespace",
+     errno.EPERM, "mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr"),
+    ("kernel keys: no namespace holds them; a key of the user keyring can be made readable by all and found "
+     "in /proc/keys by a later grade", errno.EPERM, "add_key request_key keyctl"),
+    ("io_uring: it opens files and sockets past this filter", errno.EPERM,
+     "io_uring_setup io_uring_enter io_uring_register"),
+    ("another process's memory, files or pages (a worker of the same uid, without a PID namespace)", errno.EPERM,
+     "ptrace process_vm_readv process_vm_writev process_madvise process_mrelease pidfd_getfd kcmp "
+     "get_robust_list move_pages migrate_pages"),
+    ("kernel-side programs and event streams: BPF maps pinned in bpffs outlive the process; perf events, "
+     "fanotify and inotify see what other processes do to files they share (the environment)", errno.EPERM,
+     "bpf perf_event_open fanotify_init fanotify_mark inotify_init inotify_init1 inotify_add_watch "
+     "inotify_rm_watch"),
+    ("userfaultfd: a tool for racing the kernel", errno.EPERM, "userfaultfd"),
+    ("files opened by handle, past every path check (Landlock's included)", errno.EPERM,
+     "name_to_handle_at open_by_handle_at"),
+    ("the kernel log: a message carries a name the worker sets, readable where dmesg is open", errno.EPERM,
+     "syslog"),
+    ("memory outside every process's RSS and RLIMIT_AS (memfd), or hidden from the kernel; a worker needs "
+     "neither (torch on the CPU and the reference's grade make none)", errno.EPERM, "memfd_create memfd_secret"),
+    ("namespaces and mounts: setns joins another's namespace; a new one (or a mount) changes what the "
+     "worker's paths reach", errno.EPERM,
+     "unshare setns mount umount2 pivot_root chroot open_tree open_tree_attr move_mount fsopen fsconfig fsmount "
+     "fspick mount_setattr statmount listmount"),
+    ("the machine's administration (each needs a capability the worker has not; none is needed)", errno.EPERM,
+     "reboot kexec_load kexec_file_load init_module finit_module delete_module swapon swapoff acct quotactl "
+     "quotactl_fd sethostname setdomainname settimeofday clock_settime adjtimex clock_adjtime iopl ioperm "
+     "vhangup sync ioprio_set ioprio_get"),
+    ("changing its ids: without a capability only among its own; nothing needs it", errno.EPERM,
+     "setuid setgid setreuid setregid setresuid setresgid setfsuid setfsgid setgroups"),
+    ("special files (FIFOs, devices) in its folder, which a root test might open and block on", errno.EPERM,
+     "mknod mknodat"),
+    ("legacy or x86 oddities nothing needs: old modules, LDT, TLS descriptors, personality, old AIO, "
+     "unimplemented numbers", errno.EPERM,
+     "create_module get_kernel_syms query_module nfsservctl _sysctl uselib ustat sysfs lookup_dcookie "
+     "modify_ldt set_thread_area get_thread_area personality remap_file_pages afs_syscall tuxcall security "
+     "getpmsg putpmsg vserver epoll_ctl_old epoll_wait_old io_setup io_destroy io_getevents io_submit io_cancel "
+     "io_pgetevents"),
+    ("clone3: its flags are in memory the filter cannot read; ENOSYS makes glibc fall back to clone, whose "
+     "flags it checks (as Docker's profile does)", errno.ENOSYS, "clone3"),
+    ("newer calls nothing here uses yet; ENOSYS, as a kernel without them says, so code falls back: page-cache "
+     "statistics of a shared file (a channel), security-module attributes, sealing, shadow stacks, "
+     "attributes by *at", errno.ENOSYS,
+     "cachestat lsm_get_self_attr lsm_set_self_attr lsm_list_modules mseal map_shadow_stack setxattrat "
+     "getxattrat listxattrat removexattrat file_getattr file_setattr"),
+    ("socket calls that need a socket() of the worker's own or name an address; allowed in a GPU grade",
+     errno.EPERM, "bind listen connect accept accept4"),
+    ("flock: a lock on a file of the shared environment is seen by every grade; allowed in a GPU grade "
+     "(CUDA's caches lock their files)", errno.EPERM, "flock"),
+]
+
+
+def review() -> dict[str, tuple[str, str, int | None]]:
+    """Every reviewed call: name -> ("allowed" / "checked" / "refused", reason, errno when refused).
+    Raises ValueError if a name is reviewed twice or is not in the number table."""
+    found: dict[str, tuple[str, str, int | None]] = {}
+    entries = [("allowed", reason, None, names.split()) for reason, names in ALLOWED] + \
+        [("checked", reason, None, [name]) for name, reason in CHECKED.items()] + \
+        [("refused", reason, code, names.split()) for reason, code, names in REFUSED]
+    for verdict, reason, code, names in entries:
+        for name in names:
+            if name in found:
+                raise ValueError(f"{name} is reviewed twice")
+            if name not in NUMBERS:
+                raise ValueError(f"{name} is not in syscall_numbers.NUMBERS")
+            found[name] = (verdict, reason, code)
+    return found
+
+
+def numbers(machine: str) -> dict[str, int]:
+    """Every call of the table that `machine` ("x86_64" or "aarch64") has, with its number there."""
+    column = ("x86_64", "aarch64").index(machine)
+    return {name: pair[column] for name, pair in NUMBERS.items() if pair[column] is not None}
