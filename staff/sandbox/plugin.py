@@ -23,7 +23,7 @@ from staff.sandbox.client import Limits, Worker, WorkerConfig
 from staff.sandbox.keeper import become_subreaper
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.quota import DiskQuota
-from staff.sandbox.route import WorkerRoute
+from staff.sandbox.worker_route import WorkerRoute
 from tests.grading import PACKAGE
 
 

@@ -1,4 +1,5 @@
-"""Adapter calls sent to the worker: the route `staff grade` installs in the process that runs the tests.
+"""Adapter calls sent to the worker: `WorkerRoute`, the route `staff grade` installs (through
+`adapters._route.set_route`, the hook every adapter calls through) in the process that runs the tests.
 
 Each test has a time budget for the calls it makes (their durations add up, worker start-up not
 counted). When a call runs past what is left, the worker is killed, the call fails with "timed out
