@@ -83,7 +83,7 @@ class Limits:
 class WorkerConfig:
     """Everything the launcher needs, written as JSON next to the grader's files."""
 
-    code: str  # read-only folder: worker.py, frames.py, confine.py, adapters/, cs336_basics/
+    code: str  # read-only folder: layout.WORKER_FILES, adapters/, cs336_basics/
     folder: str  # the worker's writable folder and working directory
     shared: str  # root's folder of the tests' folders (each made by the grader, then the worker's)
     python: str
