@@ -31,9 +31,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from staff.sandbox.client import Limits, WorkerConfig, site_packages
 from staff.sandbox.settings import Settings, default
 from staff.sandbox.uids import worker_uids
+from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
 
 WORKER_FILES = ("worker.py", "frames.py", "confine.py", "user_limits.py", "landlock_rules.py", "syscall_filter.py")
 SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",

@@ -160,7 +160,7 @@ def test_gpu_report_refuses_a_missing_submission_and_no_gpu(tmp_path):
 def test_the_worker_gets_the_gpu_variables_and_nothing_else_of_the_graders_environment():
     # Catches a worker without the driver's library path (CUDA unavailable there on machines that
     # need LD_LIBRARY_PATH), and one that inherits the grader's secrets.
-    from staff.sandbox.client import WorkerConfig, worker_environment
+    from staff.sandbox.worker_config import WorkerConfig, worker_environment
 
     config = WorkerConfig(code="/c", folder="/w", shared="/s", python="python", site_packages=[], read_only=[],
                           devices=[], reveal=[], uid=None, gid=None)
