@@ -365,8 +365,7 @@ def _end_worker_user(uid: int | None) -> None:
     this catches whatever is not, by uid). Nothing to do without such a user."""
     if uid is None or os.geteuid() != 0:
         return
-    from staff.sandbox.client import kill_user
-    from staff.sandbox.leftovers import remove_leftovers
+    from staff.sandbox.leftovers import kill_user, remove_leftovers
 
     kill_user(uid)
     left = remove_leftovers(uid)

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters import _codec
-from staff.sandbox.client import CallTimedOut, GraderOutOfMemory, SandboxFailure, Worker, WorkerCrashed
+from staff.sandbox.client import Worker
+from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, SandboxFailure, WorkerCrashed
 from staff.sandbox.quota import DiskQuota
 
 MAX_STRIKES = 2  # time-outs or crashes of one adapter before its later calls are not run

@@ -273,7 +273,7 @@ def test_a_child_that_ended_before_reading_a_call_does_not_fail_it(monkeypatch):
 def test_a_child_that_read_a_call_and_died_fails_that_call(monkeypatch):
     import time
 
-    from staff.sandbox.client import WorkerCrashed
+    from staff.sandbox.failures import WorkerCrashed
 
     worker = _scripted_worker(monkeypatch, first_child_reads=True)
     with pytest.raises(WorkerCrashed, match="exited with code 0"):
