@@ -11,7 +11,8 @@ import sys
 import pytest
 import torch
 
-from staff.batch import RESULTS, RESULTS_GPU, Submission, write_gradebook
+from staff.batch import RESULTS, RESULTS_GPU, Submission
+from staff.batch_report import write_gradebook
 from staff.cli import _add_grade, _sandbox_options, main
 from staff.grade import REPO_ROOT, Grade, grade
 from staff.gradescope import results_json, write_json_atomically

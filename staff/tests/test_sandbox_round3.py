@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from adapters import _codec
-from staff.batch import Row, Submission, spreadsheet_safe, write_csv
+from staff.batch import Submission
+from staff.batch_report import Row, spreadsheet_safe, write_csv
 from staff.grade import scrub, share_output
 from staff.sandbox.frames import MAGIC, FrameError, PipeClosed, read_frame, write_frame
 from staff.sandbox.layout import make_shared_folder

@@ -18,7 +18,8 @@ import pytest
 
 from adapters._text import shown_text
 from staff import samples
-from staff.batch import Submission, grade_one, write_gradebook
+from staff.batch import Submission, grade_one
+from staff.batch_report import write_gradebook
 from staff.grade import scrub
 from staff.sandbox import confine, syscall_filter
 from staff.sandbox.layout import SandboxOptions
