@@ -28,8 +28,6 @@ from typing import NamedTuple
 
 import pytest
 
-PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it
-
 
 class Problem(NamedTuple):
     title: str

@@ -35,6 +35,7 @@ from staff.sandbox.settings import Settings, default
 from staff.sandbox.uids import worker_uids
 from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
 
+PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it (the staff's one name for it)
 WORKER_FILES = ("worker.py", "frames.py", "confine.py", "user_limits.py", "landlock_rules.py", "syscall_filter.py")
 SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
                     "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/proc", "/sys",
