@@ -197,7 +197,7 @@ def serve(requests: int, responses: int) -> None:
     import torch
     from frames import FrameError, read_frame, write_frame
 
-    from adapters import _codec
+    from adapters import _codec, _remote_error
 
     current_test = None
     while True:
@@ -230,9 +230,9 @@ def serve(requests: int, responses: int) -> None:
                 reply["ok"] = True
         except BaseException as error:  # noqa: BLE001 - every failure of student code goes back as data
             reply_blobs = []
-            described = _codec.describe_error(error, with_traceback=False)
+            described = _remote_error.describe_error(error, with_traceback=False)
             described.traceback = _student_traceback(error)
-            described = _codec.bounded_error(described)  # the grader bounds it too; this keeps the frame small
+            described = _remote_error.bounded_error(described)  # the grader bounds it too; this keeps the frame small
             reply.update(ok=False, error=[described.type_name, described.builtin, described.message,
                                           described.traceback])
         write_frame(responses, reply, reply_blobs)

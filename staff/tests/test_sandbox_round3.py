@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from adapters import _codec
+from adapters import _codec, _remote_error
 from staff.batch import Submission
 from staff.batch_report import Row, spreadsheet_safe, write_csv
 from staff.grade import scrub, share_output
@@ -44,12 +44,12 @@ def test_lone_surrogates_are_replaced_when_decoded():
 
 def test_an_error_from_the_worker_is_bounded_and_keeps_its_innermost_frames():
     # Mistake: rebuilding the worker's exception whole (a 64 MiB message kept by pytest per test).
-    error = _codec.as_exception(_codec.RemoteError("Boom", "ValueError", "x" * 10**6 + "\ud800",
-                                                   "outer\n" * 10**5 + "innermost frame"))
+    error = _remote_error.as_exception(_remote_error.RemoteError("Boom", "ValueError", "x" * 10**6 + "\ud800",
+                                                                 "outer\n" * 10**5 + "innermost frame"))
     assert isinstance(error, ValueError)
-    assert len(str(error)) < _codec.MAX_MESSAGE_CHARS + 200 and "more characters not shown" in str(error)
+    assert len(str(error)) < _remote_error.MAX_MESSAGE_CHARS + 200 and "more characters not shown" in str(error)
     note = error.__notes__[0]
-    assert len(note) < _codec.MAX_TRACEBACK_CHARS + 200 and note.endswith("innermost frame")
+    assert len(note) < _remote_error.MAX_TRACEBACK_CHARS + 200 and note.endswith("innermost frame")
 
 
 def test_a_tensor_claiming_far_more_than_its_storage_is_refused():
