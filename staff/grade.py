@@ -34,6 +34,7 @@ from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
 from staff.submission import PACKAGE, Intake, SubmissionError, lay_package
+from tests.failure_output import truncated
 from tests.grading import (
     FAILED,
     HIDDEN_VISIBILITY,
@@ -45,7 +46,6 @@ from tests.grading import (
     cuda_available,
     format_table,
     peak_rss_bytes,
-    truncated,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -25,7 +25,8 @@ from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.leftovers import ipc_objects, remove_leftovers
 from staff.sandbox.quota import DiskQuota
 from tests.checks import write_new_file
-from tests.grading import GradedTest, failure_text
+from tests.failure_output import failure_text
+from tests.grading import GradedTest
 
 LINUX_ROOT = sys.platform == "linux" and os.geteuid() == 0
 
@@ -111,7 +112,7 @@ def test_hiding_expected_values_is_linear_and_still_hides_them():
     test = GradedTest("t", "t", "1.1", 1, 1.0, False, hidden=True, visibility="hidden")
     text = failure_text(AssertionError(message), test, [])
     assert "42" not in text and "expected: (not shown for this test)" in text and "got: 7" in text
-    assert "\\s" not in __import__("tests.grading", fromlist=["_EXPECTED_LINE"])._EXPECTED_LINE.pattern
+    assert "\\s" not in __import__("tests.failure_output", fromlist=["_EXPECTED_LINE"])._EXPECTED_LINE.pattern
 
 
 # -- the grade's own text ---------------------------------------------------------------------------
