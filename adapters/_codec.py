@@ -4,7 +4,7 @@ What may cross: None, bool, int, float (NaN, infinities and -0.0 included), str,
 tuples and dicts of them (dict keys: str, int, float, bool or None); torch tensors (dense, on any
 device, any dtype; views of one storage stay views of one storage, so `x` and `x.T` still share
 memory on the other side); numpy arrays and scalars of numeric dtypes; exceptions (as their type
-name, their nearest builtin type, message and traceback text).
+name, their nearest builtin type, message and traceback text: see _remote_error.py).
 
 Each type is checked exactly: a subclass of int, float, list, dict, torch.Tensor (nn.Parameter
 included) or any other object is refused with a TypeError that names it, because a subclass can
@@ -15,23 +15,21 @@ contents); `decode` rebuilds the value with `json.loads`, `torch.frombuffer` and
 only, so decoding data sent by code one does not trust can produce wrong values, never run code.
 
 What is decoded is also bounded, so untrusted data costs the decoding side little: every string is
-valid Unicode (a lone surrogate is replaced), an exception's message and traceback are cut to
-`MAX_MESSAGE_CHARS` and `MAX_TRACEBACK_CHARS` with a note, and a tensor whose shape claims more
+valid Unicode (a lone surrogate is replaced), an exception's message and traceback are cut
+(`_remote_error.bounded_error`), and a tensor whose shape claims more
 than `MAX_VIEW_BYTES` beyond its storage (a stride-0 view of 10**8 elements over 4 bytes) is
 refused. Blobs given as bytearrays are used in place, not copied.
 """
 
 from __future__ import annotations
 
-import builtins
 import json
 import math
-import traceback
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from adapters._remote_error import RemoteError, as_exception, describe_error
 from adapters._text import bounded, clean_text  # noqa: F401 - re-exported: `_codec.bounded` is used beside decode
 
 # Tags of the JSON tree. A JSON object is always a tagged value ({tag: payload}); lists are lists.
@@ -42,67 +40,11 @@ _DTYPES = {name: value for name, value in vars(torch).items() if isinstance(valu
 _NUMPY_SCALARS = {np.dtype(t).type for t in "?bBhHiIlLqQefdgFD"}
 _ARRAY_KINDS = "biufc"  # bool, ints, unsigned ints, floats, complex: no objects, strings or records
 MAX_DEPTH = 64
-MAX_MESSAGE_CHARS = 4000  # of an exception's message from the other side
-MAX_TRACEBACK_CHARS = 8000  # of its traceback text (the end is kept: the innermost frames)
 MAX_VIEW_BYTES = 64 << 20  # what a tensor's shape may claim beyond the bytes of its storage
 
 
 class CodecError(TypeError):
     """A value that cannot cross the adapter boundary, or bytes that do not decode to one."""
-
-
-class StudentError(Exception):
-    """An exception of a class that is not builtin, raised by code on the other side of the boundary."""
-
-
-@dataclass
-class RemoteError:
-    """An exception raised on the other side of the boundary, as data."""
-
-    type_name: str  # the exception's own class, e.g. "CheckpointError"
-    builtin: str  # its nearest builtin exception class, e.g. "ValueError"
-    message: str
-    traceback: str = ""
-
-
-def bounded_error(error: RemoteError) -> RemoteError:
-    """`error` with valid, bounded text (see the module's docstring)."""
-    return RemoteError(bounded(clean_text(error.type_name), 200), bounded(clean_text(error.builtin), 200),
-                       bounded(clean_text(error.message), MAX_MESSAGE_CHARS),
-                       bounded(clean_text(error.traceback), MAX_TRACEBACK_CHARS, keep_end=True))
-
-
-def as_exception(error: RemoteError) -> Exception:
-    """An exception to raise or return on this side: the builtin class `error` derives from, with its
-    message (prefixed by its own class name when that differs), and its traceback text as a note.
-    Classes that are not Exceptions (SystemExit, KeyboardInterrupt) become a StudentError, so code on
-    the other side can never stop this side's process by raising one. Its text is bounded first."""
-    error = bounded_error(error)
-    kind = getattr(builtins, error.builtin, None)
-    message = error.message if error.type_name == error.builtin else f"{error.type_name}: {error.message}"
-    if not (isinstance(kind, type) and issubclass(kind, Exception)):
-        kind, message = StudentError, f"{error.type_name}: {error.message}"
-    try:
-        exception = kind(message)
-    except TypeError:  # a builtin needing more arguments (UnicodeDecodeError, ...)
-        exception = StudentError(f"{error.type_name}: {error.message}")
-    if error.traceback:
-        exception.add_note(error.traceback.rstrip())
-    return exception
-
-
-def describe_error(error: BaseException, with_traceback: bool = True) -> RemoteError:
-    """`error` as data: its class, the nearest builtin class it derives from, message and traceback."""
-    builtin = next(
-        (k.__name__ for k in type(error).__mro__ if getattr(builtins, k.__name__, None) is k and k is not object),
-        "BaseException",
-    )
-    try:
-        message = str(error)
-    except Exception:  # noqa: BLE001 - a __str__ that raises still leaves the type name
-        message = "<the exception's message could not be read>"
-    text = "".join(traceback.format_exception(error)) if with_traceback else ""
-    return RemoteError(type(error).__qualname__, builtin, message, text)
 
 
 # -- encoding -------------------------------------------------------------------------------------

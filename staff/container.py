@@ -23,7 +23,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from staff.sandbox import confine, memory
+from staff.sandbox import confine, memory, syscall_filter
 
 # Namespace flags that Docker's profile refuses in clone (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC,
 # NEWUSER, NEWPID, NEWNET).
@@ -44,17 +44,17 @@ def docker_seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     """Classic BPF (code, jt, jf, k) refusing what Docker's default profile refuses a container
     without CAP_SYS_ADMIN, as far as grading meets it: namespaces and mounts (EPERM), clone with a
     namespace flag (EPERM) and clone3 (ENOSYS, so the C library falls back to clone)."""
-    eperm, enosys = confine._RET_ERRNO | 1, confine._RET_ERRNO | 38
-    program = [(confine._LD_W_ABS, 0, 0, 4), (confine._JEQ_K, 1, 0, confine._AUDIT_ARCH[machine]),
-               (confine._RET_K, 0, 0, confine._RET_ALLOW), (confine._LD_W_ABS, 0, 0, 0)]
+    eperm, enosys = syscall_filter._RET_ERRNO | 1, syscall_filter._RET_ERRNO | 38
+    program = [(syscall_filter._LD_W_ABS, 0, 0, 4), (syscall_filter._JEQ_K, 1, 0, syscall_filter._AUDIT_ARCH[machine]),
+               (syscall_filter._RET_K, 0, 0, syscall_filter._RET_ALLOW), (syscall_filter._LD_W_ABS, 0, 0, 0)]
     for number in sorted(_DOCKER_DENIED[machine].values()):
-        program += [(confine._JEQ_K, 0, 1, number), (confine._RET_K, 0, 0, eperm)]
-    program += [(confine._JEQ_K, 0, 1, _CLONE3), (confine._RET_K, 0, 0, enosys),
-                (confine._JEQ_K, 0, 3, _CLONE[machine]),
-                (confine._LD_W_ABS, 0, 0, 16),  # clone's flags (low 32 bits)
+        program += [(syscall_filter._JEQ_K, 0, 1, number), (syscall_filter._RET_K, 0, 0, eperm)]
+    program += [(syscall_filter._JEQ_K, 0, 1, _CLONE3), (syscall_filter._RET_K, 0, 0, enosys),
+                (syscall_filter._JEQ_K, 0, 3, _CLONE[machine]),
+                (syscall_filter._LD_W_ABS, 0, 0, 16),  # clone's flags (low 32 bits)
                 (_JSET_K, 0, 1, _NAMESPACE_FLAGS),
-                (confine._RET_K, 0, 0, eperm),
-                (confine._RET_K, 0, 0, confine._RET_ALLOW)]
+                (syscall_filter._RET_K, 0, 0, eperm),
+                (syscall_filter._RET_K, 0, 0, syscall_filter._RET_ALLOW)]
     return program
 
 
@@ -66,10 +66,10 @@ def install_docker_seccomp() -> None:
     """
     machine = os.uname().machine
     program = docker_seccomp_program(machine)
-    filters = (confine._SockFilter * len(program))(*[confine._SockFilter(*i) for i in program])
-    fprog = confine._SockFprog(len(program), filters)
+    filters = (syscall_filter._SockFilter * len(program))(*[syscall_filter._SockFilter(*i) for i in program])
+    fprog = syscall_filter._SockFprog(len(program), filters)
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(confine.PR_SET_SECCOMP, confine.SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if libc.prctl(syscall_filter.PR_SET_SECCOMP, syscall_filter.SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "seccomp filter refused")
 
 

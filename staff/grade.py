@@ -34,6 +34,7 @@ from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import default
 from staff.submission import PACKAGE, Intake, SubmissionError, lay_package
+from tests.failure_output import truncated
 from tests.grading import (
     FAILED,
     HIDDEN_VISIBILITY,
@@ -45,7 +46,6 @@ from tests.grading import (
     cuda_available,
     format_table,
     peak_rss_bytes,
-    truncated,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -365,8 +365,7 @@ def _end_worker_user(uid: int | None) -> None:
     this catches whatever is not, by uid). Nothing to do without such a user."""
     if uid is None or os.geteuid() != 0:
         return
-    from staff.sandbox.client import kill_user
-    from staff.sandbox.leftovers import remove_leftovers
+    from staff.sandbox.leftovers import kill_user, remove_leftovers
 
     kill_user(uid)
     left = remove_leftovers(uid)

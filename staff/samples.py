@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from staff.markers import stub_source
-from tests.grading import PACKAGE
+from staff.sandbox.layout import PACKAGE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

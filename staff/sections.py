@@ -25,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from staff.markers import SolutionBlock, handout_page
-from tests.grading import PACKAGE
+from staff.sandbox.layout import PACKAGE
 
 _SECTION_HEADING = re.compile(r"^## (\d+\.\d+) ", re.MULTILINE)
 _CITED = re.compile(r"§(\d+\.\d+)")

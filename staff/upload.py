@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from tests.grading import PACKAGE
+from staff.sandbox.layout import PACKAGE
 
 MAX_TOTAL_BYTES = 50 * 2**20  # what one grade takes in, and the largest zip inside a zip that is opened
 MAX_FILES = 2000  # files of the package graded

@@ -10,25 +10,22 @@ With `--grading-report PATH` the plugin also writes one JSON object per line to 
 "collected" line per graded test when collection ends, then a "result" line as each test finishes,
 so a run that dies part-way still says which tests it reached.
 
-A failed test's output is built here from the exception, cheaply (the grader runs with --tb=no):
-the lines of the test files it failed in (public tests only), the message (input, expected, got,
-section) and the traceback of the student's own code. A hidden test never shows its source; a test
-whose visibility is "hidden" also keeps its expected values to itself.
+A failed test's output is built from the exception, cheaply (the grader runs with --tb=no), by
+tests/failure_output.py: a hidden test never shows its source; a test whose visibility is "hidden"
+also keeps its expected values to itself.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import re
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
-PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it
+from tests.failure_output import failure_text, truncated
 
 
 class Problem(NamedTuple):
@@ -58,7 +55,6 @@ TITLE_WIDTH = max(26, *(len(f"{n}. {p.title}") + 2 for n, p in PROBLEMS.items())
 # counts as 0 of 0, neither earned nor lost; any other skip is a failure.
 GPU_SKIP_PREFIX = "needs a CUDA GPU"
 NO_GPU_REASON = f"{GPU_SKIP_PREFIX}: torch.cuda.is_available() is False on this machine"
-MAX_OUTPUT_CHARS = 4000
 # Gradescope's visibilities: "hidden" (staff only), "after_due_date", "after_published", "visible".
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 PUBLIC_VISIBILITY, HIDDEN_VISIBILITY = "visible", "after_due_date"
@@ -209,34 +205,6 @@ class PointsPlugin:
             reporter.write_sep("=", "points by problem")
             for line in format_table(finished, hidden_shown=True):
                 reporter.write_line(line)
-
-
-def truncated(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
-    """`text` cut to `limit` characters, ending with a note when anything was cut."""
-    if len(text) <= limit:
-        return text
-    note = f"\n[... output cut here: {len(text) - limit} more characters ...]"
-    return text[:max(limit - len(note), 0)] + note
-
-
-_EXPECTED_LINE = re.compile(r"^([ \t]*expected:).*$", re.MULTILINE)  # linear: no class that spans lines
-
-
-def failure_text(error: BaseException, test: GradedTest, roots: list[Path]) -> str:
-    """What a failed test says: for a public test, the lines of the test files it failed in; then the
-    exception's type and message (for a check, the input, expected, got and section) and any note on
-    it (the traceback of the student's own code, from the worker). A hidden test never shows its
-    source, and one whose visibility is "hidden" keeps its expected values to itself too."""
-    text = ""
-    if not test.hidden:
-        frames = [f for f in traceback.extract_tb(error.__traceback__)
-                  if any(root in Path(f.filename).parents for root in roots)]
-        text = "".join(traceback.format_list(frames))
-    text += "".join(traceback.format_exception_only(type(error), error)).rstrip()
-    text = text[:2 * MAX_OUTPUT_CHARS]  # the output keeps less; the rest costs nothing below
-    if test.visibility == "hidden":
-        text = _EXPECTED_LINE.sub(r"\1 (not shown for this test)", text)
-    return text
 
 
 def peak_rss_bytes() -> int:

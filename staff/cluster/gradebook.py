@@ -33,7 +33,8 @@ def submissions_in(out: Path) -> list:
 
 
 def main_gradebook(args: argparse.Namespace) -> int:
-    from staff.batch import BatchError, find_submissions, write_gradebook
+    from staff.batch import BatchError, find_submissions
+    from staff.batch_report import write_gradebook
 
     out = args.out.resolve()
     if not out.is_dir():

@@ -118,7 +118,7 @@ def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
     else:
         failed = []
         print(f"every submission of {folder} is already graded in {out}; nothing submitted", file=sys.stderr)
-    from staff.batch import write_gradebook
+    from staff.batch_report import write_gradebook
 
     lines, files = write_gradebook(submissions, out)
     print("\n".join(lines))

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from staff.redteam.corpus import Case, load_cases
-from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
 from staff.sandbox.removal import remove_tree
+from staff.sandbox.worker_config import Limits
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEST_BUDGET_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most

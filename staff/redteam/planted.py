@@ -77,7 +77,7 @@ def planted_sources() -> Iterator[list[str]]:
 @contextlib.contextmanager
 def _key(libc: ctypes.CDLL, data: bytes) -> Iterator[list[str]]:
     """The sources (compressed, cut to what a "user" key holds) in a key every user may read."""
-    from staff.sandbox.confine import refused_numbers  # the numbers of the calls the worker may not make
+    from staff.sandbox.syscall_filter import refused_numbers  # the numbers of the calls the worker may not make
 
     numbers = refused_numbers(os.uname().machine) if os.uname().machine in ("x86_64", "aarch64") else {}
     if not numbers:

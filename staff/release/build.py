@@ -13,7 +13,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from staff.release.layout import EXECUTABLE, SHIPPED_FOLDERS, STUB, Entry, plan, write_tree
+from staff.release.contents import EXECUTABLE, SHIPPED_FOLDERS, STUB, Entry, plan, write_tree
 from staff.release.proc import ReleaseError, clean_env, run, step, uv
 from staff.release.selfcheck import grade_stubs, install, require, run_public_tests
 from staff.release.verify import check_tree

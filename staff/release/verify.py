@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 from staff.markers import SolutionBlock, find_blocks, handout_page
-from staff.release.layout import COPY, STUB, TOP_LEVEL, Entry
+from staff.release.contents import COPY, STUB, TOP_LEVEL, Entry
 from staff.release.leaks import find_leaks
 from staff.sections import page_sections
 

@@ -3,7 +3,8 @@
 A `Worker` is one worker process for one submission; after a crash or a time-out it is killed
 (its whole PID namespace, or its process group and every process of its user) and the next call
 starts a fresh one. Everything it sends back is read with `frames.read_frame` and decoded with
-`adapters._codec.decode`: data only. What the worker prints goes through a pipe into a bounded log.
+`adapters._codec.decode`: data only. What the worker prints goes through a pipe into a bounded log
+(output_log.py). What it is started with is in worker_config.py; how a call fails, in failures.py.
 """
 
 from __future__ import annotations
@@ -17,148 +18,24 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from staff.sandbox import memory, memory_group, settings
-from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, write_frame
+from staff.sandbox import memory, memory_group
+from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, WorkerCrashed, memory_failure, status_words
+from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, unread_bytes, write_frame
 from staff.sandbox.keeper import end_everything_below
-from staff.sandbox.leftovers import remove_leftovers
-
-SIGNAL_WORDS = {
-    signal.SIGKILL: "killed (SIGKILL): out of memory, or stopped by the grader",
-    signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)",
-    signal.SIGABRT: "aborted (SIGABRT)",
-    signal.SIGXCPU: "ran out of its CPU-time limit (SIGXCPU)",
-    signal.SIGXFSZ: "wrote a file larger than its file-size limit (SIGXFSZ)",
-    signal.SIGBUS: "crashed with a bus error (SIGBUS)",
-}
-
+from staff.sandbox.leftovers import kill_user, remove_leftovers
+from staff.sandbox.output_log import BoundedLog, pump
+from staff.sandbox.worker_config import WorkerConfig, worker_environment
 
 # What one reply may hold. The reference's largest, over a whole grade: a 1.4 MB header, 4.2 MB of
 # blobs. These bound what a reply costs the grading process (one copy of the blobs, the header's
 # JSON as Python objects) whatever the worker sends.
 MAX_REPLY_HEADER_BYTES = 8 << 20
 MAX_REPLY_BLOB_BYTES = 64 << 20
-
-
-class SandboxFailure(BaseException):
-    """A call into the worker failed for a reason outside the student's exception: a time-out, a
-    crash, garbage on the wire. A BaseException, so test code that catches `Exception` (expecting
-    the student's code to raise) cannot mistake it for an answer."""
-
-
-class CallTimedOut(SandboxFailure):
-    pass
-
-
-class GraderOutOfMemory(SandboxFailure):
-    """The container ran out of memory while the student's code used little of it: the grader's
-    limit, not the student's doing. The grade must not count it against them."""
-
-
-class WorkerCrashed(SandboxFailure):
-    pass
-
-
-@dataclass
-class Limits:
-    """What one worker may use. Memory is address space in bytes (None: unlimited, needed for CUDA,
-    whose driver maps far more address space than it uses); CPU time in seconds over the worker's
-    life; file size in bytes; processes counts the user's processes and threads; disk is what its
-    folders (its own, the tests', and its private /tmp) may hold in all, in bytes and entries."""
-
-    memory_bytes: int | None = int(settings.default("memory_gib") * 2**30)
-    cpu_seconds: int = 1800
-    file_bytes: int = 1 << 30
-    processes: int = 512
-    open_files: int = 1024
-    disk_bytes: int = int(settings.default("disk_gib") * 2**30)
-    disk_files: int = 20_000
-
-
-@dataclass
-class WorkerConfig:
-    """Everything the launcher needs, written as JSON next to the grader's files."""
-
-    code: str  # read-only folder: worker.py, frames.py, confine.py, adapters/, cs336_basics/
-    folder: str  # the worker's writable folder and working directory
-    shared: str  # root's folder of the tests' folders (each made by the grader, then the worker's)
-    python: str
-    site_packages: list[str]
-    read_only: list[str]
-    devices: list[str]
-    reveal: list[str]
-    uid: int | None
-    gid: int | None
-    threads: int = 1
-    namespaces: bool = True
-    landlock: bool = True
-    seccomp: bool = True
-    tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
-    limits: Limits = field(default_factory=Limits)
-    cuda: bool = False  # a GPU grade: no PID namespace, Landlock or socket() ban, which keep CUDA from starting
-    memory_group: str | None = None  # the worker's own memory cgroup folder (staff.sandbox.memory_group)
-
-
-# What the grader's environment may pass to the worker: where the GPU driver's libraries are, and
-# which GPUs it may see. Nothing else of the grader's environment reaches student code.
-GPU_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
-
-
-def worker_environment(config: WorkerConfig, grader_environment: Mapping[str, str]) -> dict[str, str]:
-    """The worker's whole environment: a fixed minimum, the GPU variables the grader has, and a
-    fork-safe CUDA check (NVML), since the zygote forks a child per stretch of calls and a CUDA
-    driver set up before a fork does not work after it."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": config.folder, "TMPDIR": config.folder, "LANG": "C.UTF-8",
-           "OMP_NUM_THREADS": str(config.threads), "MKL_NUM_THREADS": str(config.threads),
-           "TORCHINDUCTOR_CACHE_DIR": config.folder, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
-    env.update({key: grader_environment[key] for key in GPU_ENVIRONMENT if key in grader_environment})
-    return env
-
-
-class BoundedLog:
-    """Text a worker printed, kept up to `limit` bytes between two `take`s; the rest is counted."""
-
-    def __init__(self, limit: int = 16 << 10) -> None:
-        self.limit, self.kept, self.dropped = limit, bytearray(), 0
-        self.lock = threading.Lock()
-
-    def add(self, data: bytes) -> None:
-        with self.lock:
-            room = self.limit - len(self.kept)
-            self.kept += data[:max(room, 0)]
-            self.dropped += max(len(data) - max(room, 0), 0)
-
-    def take(self) -> str:
-        with self.lock:
-            text = self.kept.decode("utf-8", errors="replace")
-            if self.dropped:
-                text += f"\n[... {self.dropped} more bytes of output not kept ...]"
-            self.kept, self.dropped = bytearray(), 0
-        return text
-
-
-def _pump(fd: int, log: BoundedLog) -> None:
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:
-            return
-        if not chunk:
-            return
-        log.add(chunk)
-
-
-def _status_words(code: int) -> str:
-    """How a process ended, from a shell-style exit code (128 + signal for a signal)."""
-    if code > 128 and code - 128 in SIGNAL_WORDS:
-        return SIGNAL_WORDS[code - 128]
-    if code < 0:
-        return SIGNAL_WORDS.get(-code, f"was killed by signal {-code}")
-    return f"exited with code {code}"
 
 
 class Worker:
@@ -201,7 +78,7 @@ class Worker:
         finally:
             theirs.close()
             os.close(output_write)
-        threading.Thread(target=_pump, args=(output_read, self.log), daemon=True).start()
+        threading.Thread(target=pump, args=(output_read, self.log), daemon=True).start()
 
     def _message(self, deadline: float) -> dict:
         """The next line-delimited JSON message from the zygote (FrameTimeout, FrameError on EOF)."""
@@ -243,7 +120,7 @@ class Worker:
         try:
             hello = self._message(time.monotonic() + self.startup_timeout_s)
         except FrameError as error:
-            why = f"it {_status_words(self.process.wait(5))}" if not isinstance(error, FrameTimeout) and \
+            why = f"it {status_words(self.process.wait(5))}" if not isinstance(error, FrameTimeout) and \
                 self.process.poll() is not None else f"it did not start within {self.startup_timeout_s:g} s"
             self.stop()
             raise WorkerCrashed(f"the grader's worker process could not start: {why}\n{self.log.take()}") from None
@@ -281,7 +158,7 @@ class Worker:
         previous = reply.get("previous")
         peak = reply.get("previous_peak_kib")
         self.child_peak_kib = peak if isinstance(peak, int) else 0
-        return _status_words(previous) if isinstance(previous, int) else ""
+        return status_words(previous) if isinstance(previous, int) else ""
 
     @property
     def running(self) -> bool:
@@ -319,7 +196,7 @@ class Worker:
         # Whether or not the launcher ended on its own: a daemon outside the PID namespace (where none
         # could be made) may still run. This process is a subreaper (see the plugin), so every orphan
         # of the worker is its descendant; a worker of its own user is ended by uid as well.
-        kill_descendants(os.getpid())
+        end_everything_below(rounds=3, pid=os.getpid())  # SIGKILLed through /proc, and reaped (keeper.py)
         if self.config.uid is not None and os.geteuid() == 0:
             kill_user(self.config.uid)
             left = remove_leftovers(self.config.uid)
@@ -357,27 +234,15 @@ class Worker:
                 raise self._out_of_memory() from None
             raise
 
-    def _out_of_memory(self) -> SandboxFailure:
-        """What a worker process killed by the kernel for memory means: the student's doing when its
-        memory had grown past STUDENT_MEMORY_SHARE_BYTES (`_grown_bytes`), else the container's (too
-        small for the grade), which is recorded in `grader_out_of_memory` for the grade to end on."""
-        grown = self._grown_bytes()
-        limit = memory.limit_bytes(self.cgroup)
-        machine = f"{limit / 2**20:.0f} MiB" if limit else "its limit"
-        if grown >= memory.STUDENT_MEMORY_SHARE_BYTES and self.group is not None:
-            own = memory.limit_bytes(self.group)
-            return WorkerCrashed(f"ran out of memory: your code held {grown / 2**20:.0f} MiB (its processes' memory "
-                                 f"and any files it kept in memory) when its limit"
-                                 f"{f' of {own / 2**20:.0f} MiB' if own else ''} or the grading machine's memory "
-                                 f"({machine}) ran out, and the kernel killed it")
-        if grown >= memory.STUDENT_MEMORY_SHARE_BYTES:
-            return WorkerCrashed(f"ran out of memory: your code's process had grown by {grown / 2**20:.0f} MiB when "
-                                 f"the grading machine's memory ({machine}) ran out, and the kernel killed it")
-        shortage = GraderOutOfMemory(f"was killed because the grading container's memory ({machine}) ran out while "
-                                     f"your code used only {grown / 2**20:.0f} MiB: the container is too small, not "
-                                     f"your code at fault")
-        self.grader_out_of_memory = self.grader_out_of_memory or f"the process running the student's code {shortage}"
-        return shortage
+    def _out_of_memory(self) -> WorkerCrashed | GraderOutOfMemory:
+        """What a worker process killed by the kernel for memory means (`failures.memory_failure`, from
+        `_grown_bytes`); the container's shortage is recorded in `grader_out_of_memory` for the grade
+        to end on."""
+        own = memory.limit_bytes(self.group) if self.group is not None else None
+        failure = memory_failure(self._grown_bytes(), memory.limit_bytes(self.cgroup), own, self.group is not None)
+        if isinstance(failure, GraderOutOfMemory):
+            self.grader_out_of_memory = self.grader_out_of_memory or f"the process running the student's code {failure}"
+        return failure
 
     # -- calls ------------------------------------------------------------------------------------
 
@@ -414,7 +279,7 @@ class Worker:
                 # it) ended after answering its last one: a thread of the student's, a delayed exit.
                 # That is not this call's doing, and the earlier call had its answer: a fresh child
                 # takes this one, once.
-                unread = isinstance(error, BrokenPipeError) or _unread_bytes(self.requests) > 0
+                unread = isinstance(error, BrokenPipeError) or unread_bytes(self.requests) > 0
                 previous = self.fresh_child()
                 if unread and attempt == 1:
                     continue
@@ -426,55 +291,3 @@ class Worker:
             self.fresh_child()
             raise WorkerCrashed(f"answered request {reply.get('id')!r} instead of {self.next_id}")
         return reply, reply_blobs
-
-
-def _unread_bytes(fd: int) -> int:
-    """Bytes written to the pipe `fd` (either end) that nobody has read yet (0 when unknown)."""
-    import fcntl
-    import termios
-
-    count = bytearray(4)
-    try:
-        fcntl.ioctl(fd, termios.FIONREAD, count)
-    except OSError:
-        return 0
-    return int.from_bytes(count, sys.byteorder)
-
-
-def kill_descendants(pid: int) -> None:
-    """SIGKILL every descendant of `pid` (not `pid` itself), found through /proc, and reap those that
-    became this process's children: the keeper's clean-up (staff/sandbox/keeper.py), in three rounds."""
-    end_everything_below(rounds=3, pid=pid)
-
-
-def kill_user(uid: int) -> None:
-    """SIGKILL every process whose real uid is `uid` (the sandbox user: it owns nothing else)."""
-    if uid == 0:
-        raise ValueError("refusing to kill every process of root")
-    for _ in range(3):  # a fork bomb may still be forking while we kill
-        found = False
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            uids = next((line.split()[1:] for line in status.splitlines() if line.startswith("Uid:")), [])
-            if uids and int(uids[0]) == uid:
-                found = True
-                try:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        if not found:
-            return
-        time.sleep(0.05)
-
-
-def site_packages() -> list[str]:
-    """The folders this interpreter imports third-party packages from (torch, numpy, einops ...)."""
-    import site
-
-    return [p for p in dict.fromkeys(site.getsitepackages()) if os.path.isdir(p)]
-

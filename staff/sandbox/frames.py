@@ -13,6 +13,7 @@ import json
 import os
 import select
 import struct
+import sys
 import time
 
 MAGIC = b"CS36"
@@ -100,3 +101,16 @@ def read_frame(fd: int, deadline: float | None = None, max_header: int = MAX_HEA
     if sum(sizes) > max_blobs:
         raise FrameError(f"a frame of {sum(sizes)} bytes is over the limit of {max_blobs}")
     return header, [_read_exactly(fd, size, deadline) for size in sizes]
+
+
+def unread_bytes(fd: int) -> int:
+    """Bytes written to the pipe `fd` (either end) that nobody has read yet (0 when unknown)."""
+    import fcntl
+    import termios
+
+    count = bytearray(4)
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count)
+    except OSError:
+        return 0
+    return int.from_bytes(count, sys.byteorder)

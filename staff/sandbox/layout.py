@@ -3,8 +3,9 @@
     SCRATCH/            mode 0711: others may pass through, not look
       grader/           0700, the grader's own: suites, adapters, the plugin, report and log
       code/             0750/0640, the grader's, in the worker's group (0700/0600 without a user of
-                        its own): worker.py, frames.py, confine.py, the grader's adapters/ and the
-                        submission's cs336_basics/, read-only for its worker and closed to any other
+                        its own): WORKER_FILES (worker.py, frames.py, the confining modules), the
+                        grader's adapters/ and the submission's cs336_basics/, read-only for its
+                        worker and closed to any other
       worker/           0700, owned by the worker's user: its working folder
       shared/           0711, root's: one folder per test that both sides use (a test's tmp_path),
                         each made by the grader when the test starts and then given to the worker's user
@@ -30,11 +31,13 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from staff.sandbox.client import Limits, WorkerConfig, site_packages
 from staff.sandbox.settings import Settings, default
 from staff.sandbox.uids import worker_uids
+from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
 
-WORKER_FILES = ("worker.py", "frames.py", "confine.py", "syscalls.py", "syscall_numbers.py")
+PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it (the staff's one name for it)
+WORKER_FILES = ("worker.py", "frames.py", "confine.py", "user_limits.py", "landlock_rules.py", "syscall_filter.py",
+                "syscalls.py", "syscall_numbers.py")
 SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
                     "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/proc", "/sys",
                     "/dev/urandom", "/dev/random", "/dev/zero"]

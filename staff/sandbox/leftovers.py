@@ -1,4 +1,5 @@
-"""What a worker's user may leave behind outside its own folders, found and removed when a grade ends.
+"""What a worker's user may leave behind outside its own folders, found and removed when a grade ends:
+its processes (`kill_user`), then what they made.
 
 The worker's IPC namespace and seccomp filter keep System V objects out of reach, and Landlock keeps
 its files inside its folders. Where a platform lacks them (Docker refuses new namespaces; an old
@@ -12,7 +13,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,6 +74,31 @@ def _remove_ipc(kind: str, ident: int) -> None:
         remove(ident, 0, IPC_RMID)
     else:
         remove(ident, IPC_RMID, None)
+
+
+def kill_user(uid: int) -> None:
+    """SIGKILL every process whose real uid is `uid` (the sandbox user: it owns nothing else)."""
+    if uid == 0:
+        raise ValueError("refusing to kill every process of root")
+    for _ in range(3):  # a fork bomb may still be forking while we kill
+        found = False
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            uids = next((line.split()[1:] for line in status.splitlines() if line.startswith("Uid:")), [])
+            if uids and int(uids[0]) == uid:
+                found = True
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if not found:
+            return
+        time.sleep(0.05)
 
 
 def remove_leftovers(uid: int) -> list[str]:

@@ -9,7 +9,7 @@ the student's code used, whatever form the memory took.
 
 Where no group can be made (not root; the cgroup file system read-only, as in Docker; cgroup v2
 without the memory controller delegated below this process's group) the worker goes without and
-the grader says why; the worker's oom_score_adj (see `confine.killed_first`) still makes the kernel
+the grader says why; the worker's oom_score_adj (see `user_limits.killed_first`) still makes the kernel
 kill it first.
 """
 

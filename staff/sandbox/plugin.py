@@ -19,12 +19,12 @@ import pytest
 
 from adapters._route import set_route
 from staff.sandbox import confine, memory, memory_group
-from staff.sandbox.client import Limits, Worker, WorkerConfig
+from staff.sandbox.client import Worker
 from staff.sandbox.keeper import become_subreaper
-from staff.sandbox.layout import make_shared_folder
+from staff.sandbox.layout import PACKAGE, make_shared_folder
 from staff.sandbox.quota import DiskQuota
-from staff.sandbox.route import WorkerRoute
-from tests.grading import PACKAGE
+from staff.sandbox.worker_config import Limits, WorkerConfig
+from staff.sandbox.worker_route import WorkerRoute
 
 
 class RefuseImport(importlib.abc.MetaPathFinder):

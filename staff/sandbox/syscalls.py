@@ -1,5 +1,5 @@
 """The review of every system call against one class: a kernel object that carries data between
-grades or out of one (issue 27). It is the worker's seccomp filter: `confine.seccomp_program` is
+grades or out of one (issue 27). It is the worker's seccomp filter: `syscall_filter.seccomp_program` is
 an allow-list built from these tables, and a call that is in none of them (one a newer kernel
 adds) fails with ENOSYS, as on a kernel without it, so code that probes for it falls back.
 
@@ -69,7 +69,7 @@ ALLOWED: list[tuple[str, str]] = [
      "landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp"),
 ]
 
-# name: what the filter checks, for calls allowed only with some arguments (see confine.seccomp_program).
+# name: what the filter checks, for calls allowed only with some arguments (see syscall_filter.seccomp_program).
 CHECKED: dict[str, str] = {
     "socket": "refused for every family (EAFNOSUPPORT): path, abstract, netlink, vsock, packet, internet; in a GPU "
               "grade only internet ones (CUDA's driver makes a unix socket as it starts)",

@@ -1,10 +1,11 @@
 """The worker: a confined zygote that imports torch once, and forks a fresh child to serve each stretch of calls.
 
 Started by the grader as `python -I -S -B -u CODE/worker.py CONFIG.json`. CODE is a folder the
-worker can read but not change, holding this file, frames.py, confine.py, the grader's copy of
-`adapters/` and the submission's `cs336_basics/`; the worker's own folder, its working directory,
-is the only place it may write. (Were the code writable, a worker could plant code that the next
-launcher, still root, would run.)
+worker can read but not change, holding this file, frames.py, the confining modules (confine.py,
+user_limits.py, landlock_rules.py, syscall_filter.py), the grader's copy of `adapters/` and the
+submission's `cs336_basics/`; the worker's own folder, its working directory, is the only place
+it may write. (Were the code writable, a worker could plant code that the next launcher, still
+root, would run.)
 
 The launcher (this process) enters new PID, network and IPC namespaces where it can and forks. Its
 child, the zygote, drops to an unprivileged user (as root), limits its resources, restricts itself
@@ -28,6 +29,9 @@ import sys
 
 def _confine(config: dict, status: dict[str, str]) -> None:
     import confine
+    import landlock_rules
+    import syscall_filter
+    import user_limits
 
     limits = config["limits"]
     if os.geteuid() == 0 and config.get("tmpfs", True):
@@ -39,27 +43,27 @@ def _confine(config: dict, status: dict[str, str]) -> None:
             status["separate user"] = confine.off("not asked for")
         else:
             opened = confine.reveal(config["reveal"], [config["folder"], config["shared"], config["code"]])
-            status["separate user"] = confine.drop_user(config["uid"], config["gid"]) if opened == confine.ON \
+            status["separate user"] = user_limits.drop_user(config["uid"], config["gid"]) if opened == confine.ON \
                 else confine.off(f"the Python environment is not reachable by another user ({opened[5:]})")
         if status["separate user"] != confine.ON:
             os.chown(config["folder"], 0, 0)  # the folder was made for the other user; it stays root's
-            status["no root powers"] = confine.drop_capabilities()
+            status["no root powers"] = user_limits.drop_capabilities()
     else:
         status["separate user"] = confine.off("the grader does not run as root")
     status["dies with the grader"] = confine.die_with_parent()  # changing user cleared the earlier one
-    status["resource limits"] = confine.set_limits(limits["memory_bytes"], limits["cpu_seconds"],
+    status["resource limits"] = user_limits.set_limits(limits["memory_bytes"], limits["cpu_seconds"],
                                                    limits["file_bytes"], limits["processes"], limits["open_files"])
     status["no new privileges"] = confine.no_new_privileges()
     if config["landlock"] and config.get("cuda"):
         skipped = confine.off(f"a GPU grade: {confine.CUDA_NOTE}")
         status.update({"file access": skipped, "signals out": skipped, "tcp": skipped})
     elif config["landlock"]:
-        restricted = confine.landlock([config["code"], *config["read_only"]], [config["folder"], config["shared"]],
-                                     config["devices"])
+        restricted = landlock_rules.landlock([config["code"], *config["read_only"]],
+                                             [config["folder"], config["shared"]], config["devices"])
         status.update({"file access": restricted["files"], "signals out": restricted["signals"],
                        "tcp": restricted["tcp"]})
     if config.get("seccomp", True):
-        status["system calls"] = confine.deny_syscalls(sockets=not config.get("cuda"))
+        status["system calls"] = syscall_filter.deny_syscalls(sockets=not config.get("cuda"))
 
 
 def _parent_alive(watch: int) -> bool:
@@ -70,14 +74,15 @@ def _parent_alive(watch: int) -> bool:
 def launch(config: dict) -> None:
     """Runs in the launcher: namespaces, then fork; the parent only waits, the child is the zygote."""
     import confine
+    import user_limits
 
     status: dict[str, str] = {"dies with the grader": confine.die_with_parent()}
     if os.getppid() != config["grader_pid"]:
         os._exit(3)  # the grader is already gone
     # First, while root and before anything is imported: all the worker's memory counted and bounded
     # in a group of its own, and the worker the kernel's first choice when memory runs out anyway.
-    status["memory cgroup"] = confine.join_memory_group(config.get("memory_group"))
-    status["killed first on OOM"] = confine.killed_first()
+    status["memory cgroup"] = user_limits.join_memory_group(config.get("memory_group"))
+    status["killed first on OOM"] = user_limits.killed_first()
     if config["namespaces"]:
         status.update({f"{k} namespace": v for k, v in confine.new_namespaces(pid=not config.get("cuda")).items()})
     watch, hold = os.pipe()
@@ -192,7 +197,7 @@ def serve(requests: int, responses: int) -> None:
     import torch
     from frames import FrameError, read_frame, write_frame
 
-    from adapters import _codec
+    from adapters import _codec, _remote_error
 
     current_test = None
     while True:
@@ -225,9 +230,9 @@ def serve(requests: int, responses: int) -> None:
                 reply["ok"] = True
         except BaseException as error:  # noqa: BLE001 - every failure of student code goes back as data
             reply_blobs = []
-            described = _codec.describe_error(error, with_traceback=False)
+            described = _remote_error.describe_error(error, with_traceback=False)
             described.traceback = _student_traceback(error)
-            described = _codec.bounded_error(described)  # the grader bounds it too; this keeps the frame small
+            described = _remote_error.bounded_error(described)  # the grader bounds it too; this keeps the frame small
             reply.update(ok=False, error=[described.type_name, described.builtin, described.message,
                                           described.traceback])
         write_frame(responses, reply, reply_blobs)

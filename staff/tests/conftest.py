@@ -26,8 +26,7 @@ from staff.pins import python_pin
 from staff.redteam.corpus import Case, build, load_cases
 from staff.redteam.ordinary import StandInSession, grade_as, grader_for
 from staff.redteam.planted import planted_sources
-from staff.sandbox.client import kill_user
-from staff.sandbox.leftovers import remove_leftovers
+from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
 

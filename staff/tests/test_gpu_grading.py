@@ -11,7 +11,8 @@ import sys
 import pytest
 import torch
 
-from staff.batch import RESULTS, RESULTS_GPU, Submission, write_gradebook
+from staff.batch import RESULTS, RESULTS_GPU, Submission
+from staff.batch_report import write_gradebook
 from staff.cli import _add_grade, _sandbox_options, main
 from staff.grade import REPO_ROOT, Grade, grade
 from staff.gradescope import results_json, write_json_atomically
@@ -160,7 +161,7 @@ def test_gpu_report_refuses_a_missing_submission_and_no_gpu(tmp_path):
 def test_the_worker_gets_the_gpu_variables_and_nothing_else_of_the_graders_environment():
     # Catches a worker without the driver's library path (CUDA unavailable there on machines that
     # need LD_LIBRARY_PATH), and one that inherits the grader's secrets.
-    from staff.sandbox.client import WorkerConfig, worker_environment
+    from staff.sandbox.worker_config import WorkerConfig, worker_environment
 
     config = WorkerConfig(code="/c", folder="/w", shared="/s", python="python", site_packages=[], read_only=[],
                           devices=[], reveal=[], uid=None, gid=None)

@@ -53,3 +53,17 @@ def test_no_limit_reads_as_none_and_a_small_one_is_refused(tmp_path):
     assert memory.limit_bytes(group) is None
     assert "not your fault" in memory.too_small(768 << 20)
     assert memory.too_small(memory.MIN_MEMORY_BYTES) is None
+
+
+def test_a_memory_kill_is_the_students_only_when_their_code_had_grown():
+    # Mistakes: blaming the student for any kill (a container too small for the grade then costs them
+    # the test), or the 512 MiB share compared the wrong way; the messages name both limits.
+    from staff.sandbox.failures import GraderOutOfMemory, WorkerCrashed, memory_failure
+
+    share, machine = memory.STUDENT_MEMORY_SHARE_BYTES, 1 << 30
+    small = memory_failure(share - 1, machine, 768 << 20, own_group=True)
+    assert isinstance(small, GraderOutOfMemory) and "1024 MiB" in str(small) and "too small" in str(small)
+    grown = memory_failure(share, machine, 768 << 20, own_group=True)
+    assert isinstance(grown, WorkerCrashed) and "its limit of 768 MiB" in str(grown) and "1024 MiB" in str(grown)
+    alone = memory_failure(share + (1 << 20), None, None, own_group=False)
+    assert isinstance(alone, WorkerCrashed) and "grown by 513 MiB" in str(alone) and "its limit" in str(alone)

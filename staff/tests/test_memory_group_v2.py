@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from staff.sandbox import confine, memory, memory_group
+from staff.sandbox import confine, memory, memory_group, user_limits
 
 EVENTS = "low 0\nhigh 0\nmax 7\noom 3\noom_kill 2\noom_group_kill 1\n"
 
@@ -89,9 +89,9 @@ def test_the_grader_reads_a_v2_groups_kills_peak_use_and_limit(tmp_path):
 def test_the_worker_joins_a_v2_group_through_cgroup_procs(tmp_path):
     # Mistake: writing the pid to v1's "tasks" or v2's "cgroup.threads" (one thread moves, not the process).
     group = _v2_group(tmp_path / "cs336-worker-1")
-    assert confine.join_memory_group(str(group)) == confine.ON
+    assert user_limits.join_memory_group(str(group)) == confine.ON
     assert (group / "cgroup.procs").read_text() == str(os.getpid())
-    assert confine.join_memory_group(None).startswith("off: ")
+    assert user_limits.join_memory_group(None).startswith("off: ")
 
 
 def test_this_process_finds_its_v2_group_only_where_it_has_the_memory_controller(tmp_path):

@@ -19,11 +19,11 @@ from staff import samples
 from staff.batch import finished, grade_batch
 from staff.grade import Grade
 from staff.outcomes import Outcome
-from staff.sandbox import confine, memory, memory_group
+from staff.sandbox import memory, memory_group, syscall_filter
 from staff.tests.test_sandbox_round4 import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, _verdict
 from tests.grading import PASSED, GradedTest
 
-SANDBOX = Path(confine.__file__).resolve().parent
+SANDBOX = Path(syscall_filter.__file__).resolve().parent
 AS_ROOT_WITH_CGROUPS = os.geteuid() == 0 and memory.own_cgroup("memory") is not None
 
 
@@ -31,14 +31,15 @@ AS_ROOT_WITH_CGROUPS = os.geteuid() == 0 and memory.own_cgroup("memory") is not 
 def test_the_filter_refuses_memfd_create_on_both_architectures(machine):
     # Mistake: memfd left open (as before round 4's last part: "torch uses memfd"; it does not) or given
     # x86_64's number on aarch64.
-    program, arch = confine.seccomp_program(machine), confine._AUDIT_ARCH[machine]
+    program, arch = syscall_filter.seccomp_program(machine), syscall_filter._AUDIT_ARCH[machine]
     number = {"x86_64": 319, "aarch64": 279}[machine]
     assert _verdict(program, arch, number) == 0x50000 | 1
 
 
 @pytest.mark.skipif(not ON_A_FILTERED_MACHINE, reason="the filter is written for Linux on x86_64 and aarch64")
 def test_a_filtered_process_cannot_make_a_memfd():
-    probe = ("import json, os, sys; sys.path.insert(0, sys.argv[1]); import confine; status = confine.deny_syscalls()\n"
+    probe = ("import json, os, sys; sys.path.insert(0, sys.argv[1]); import syscall_filter\n"
+             "status = syscall_filter.deny_syscalls()\n"
              "try:\n    os.memfd_create('x'); got = 'made'\nexcept OSError as error:\n    got = error.errno\n"
              "print(json.dumps([status, got]))")
     done = subprocess.run([sys.executable, "-c", probe, str(SANDBOX)], capture_output=True, text=True, check=True)
@@ -58,8 +59,9 @@ CAP_SYS_RESOURCE = 24
 def test_the_worker_and_what_it_starts_are_killed_first():
     # Mistakes: a value short of the maximum (the kernel then weighs the worker's RSS against the test
     # process's, and a memfd holds none), or the legacy /proc/self/oom_adj, which sets no floor.
-    probe = ("import os, subprocess, sys; sys.path.insert(0, sys.argv[1]); import confine\n"
-             "status = confine.killed_first()\n"
+    probe = ("import os, subprocess, sys; sys.path.insert(0, sys.argv[1])\n"
+             "import confine, user_limits\n"
+             "status = user_limits.killed_first()\n"
              "child = subprocess.run(['cat', '/proc/self/oom_score_adj'], capture_output=True, text=True).stdout\n"
              "lowered = 'kept'\n"
              "if os.geteuid() == 0:\n"
@@ -82,8 +84,8 @@ def test_a_worker_group_counts_a_memfd_and_the_kernel_kills_there():
     group, status = memory_group.make(96 << 20)
     assert group is not None, status
     try:
-        filler = ("import os, sys; sys.path.insert(0, sys.argv[1]); import confine\n"
-                  "assert confine.join_memory_group(sys.argv[2]) == 'on'\n"
+        filler = ("import os, sys; sys.path.insert(0, sys.argv[1]); import user_limits\n"
+                  "assert user_limits.join_memory_group(sys.argv[2]) == 'on'\n"
                   "fd = os.memfd_create('ballast'); block = b'x' * (1 << 20)\n"
                   "for _ in range(256):\n    os.write(fd, block)\n"
                   "print('held 256 MiB')")

@@ -15,21 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from staff.sandbox import confine
+from staff.sandbox import confine, landlock_rules
 from staff.tests.test_memory_outside_rss import CAP_SYS_RESOURCE, _has_capability
 
 SANDBOX = Path(confine.__file__).resolve().parent
 _PROBE = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1])
-import confine
-print(confine.killed_first())
+import confine, landlock_rules, user_limits
+print(user_limits.killed_first())
 os.setresgid(65534, 65534, 65534)
 os.setresuid(65534, 65534, 65534)
 confine.set_dumpable(True)  # as the worker's serving child is: its /proc entries its own
 if sys.argv[2] == "landlock":  # the worker's kind of rules: read the environment and libraries, write a folder
     reading = [sys.prefix, sys.base_prefix, "/usr", "/lib", "/lib64", "/etc"]
-    print(confine.landlock(reading, [sys.argv[3]], [])["files"])
+    print(landlock_rules.landlock(reading, [sys.argv[3]], [])["files"])
 else:
     print("no landlock")
 try:
@@ -60,7 +60,7 @@ def test_without_cap_sys_resource_a_worker_lowers_its_oom_score_adj_unless_landl
 
 
 @pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="dropping to another uid needs root")
-@pytest.mark.skipif(confine.landlock_abi() == 0, reason="Landlock is not available here")
+@pytest.mark.skipif(landlock_rules.landlock_abi() == 0, reason="Landlock is not available here")
 def test_landlock_keeps_the_worker_from_writing_its_oom_score_adj_back():
     # Mistake: Landlock rules that give the worker /proc (or /) to write, or that do not handle writing
     # files at all: without CAP_SYS_RESOURCE nothing else keeps the worker at 1000.

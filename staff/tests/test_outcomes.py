@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 from staff import samples
-from staff.batch import RESULTS, Submission, grade_batch, grade_one, write_gradebook
+from staff.batch import RESULTS, Submission, grade_batch, grade_one
+from staff.batch_report import write_gradebook
 from staff.cli import main
 from staff.grade import Grade, grade
 from staff.gradescope import results_json, validate_results, write_json_atomically

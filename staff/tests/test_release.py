@@ -19,7 +19,7 @@ import pytest
 from staff.cli import main
 from staff.grade import REPO_ROOT, grade
 from staff.markers import BEGIN, END, find_blocks
-from staff.release.layout import TOP_LEVEL, plan, write_tree
+from staff.release.contents import TOP_LEVEL, plan, write_tree
 from staff.release.proc import ReleaseError, run, uv
 from staff.release.pyproject import PyprojectError, student_pyproject
 from staff.release.selfcheck import judge_public_run

@@ -16,15 +16,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from adapters import _codec
-from staff.batch import Row, Submission, spreadsheet_safe, write_csv
+from adapters import _codec, _remote_error
+from staff.batch import Submission
+from staff.batch_report import Row, spreadsheet_safe, write_csv
 from staff.grade import scrub, share_output
 from staff.sandbox.frames import MAGIC, FrameError, PipeClosed, read_frame, write_frame
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.leftovers import ipc_objects, remove_leftovers
 from staff.sandbox.quota import DiskQuota
 from tests.checks import write_new_file
-from tests.grading import GradedTest, failure_text
+from tests.failure_output import failure_text
+from tests.grading import GradedTest
 
 LINUX_ROOT = sys.platform == "linux" and os.geteuid() == 0
 
@@ -43,12 +45,12 @@ def test_lone_surrogates_are_replaced_when_decoded():
 
 def test_an_error_from_the_worker_is_bounded_and_keeps_its_innermost_frames():
     # Mistake: rebuilding the worker's exception whole (a 64 MiB message kept by pytest per test).
-    error = _codec.as_exception(_codec.RemoteError("Boom", "ValueError", "x" * 10**6 + "\ud800",
-                                                   "outer\n" * 10**5 + "innermost frame"))
+    error = _remote_error.as_exception(_remote_error.RemoteError("Boom", "ValueError", "x" * 10**6 + "\ud800",
+                                                                 "outer\n" * 10**5 + "innermost frame"))
     assert isinstance(error, ValueError)
-    assert len(str(error)) < _codec.MAX_MESSAGE_CHARS + 200 and "more characters not shown" in str(error)
+    assert len(str(error)) < _remote_error.MAX_MESSAGE_CHARS + 200 and "more characters not shown" in str(error)
     note = error.__notes__[0]
-    assert len(note) < _codec.MAX_TRACEBACK_CHARS + 200 and note.endswith("innermost frame")
+    assert len(note) < _remote_error.MAX_TRACEBACK_CHARS + 200 and note.endswith("innermost frame")
 
 
 def test_a_tensor_claiming_far_more_than_its_storage_is_refused():
@@ -110,7 +112,7 @@ def test_hiding_expected_values_is_linear_and_still_hides_them():
     test = GradedTest("t", "t", "1.1", 1, 1.0, False, hidden=True, visibility="hidden")
     text = failure_text(AssertionError(message), test, [])
     assert "42" not in text and "expected: (not shown for this test)" in text and "got: 7" in text
-    assert "\\s" not in __import__("tests.grading", fromlist=["_EXPECTED_LINE"])._EXPECTED_LINE.pattern
+    assert "\\s" not in __import__("tests.failure_output", fromlist=["_EXPECTED_LINE"])._EXPECTED_LINE.pattern
 
 
 # -- the grade's own text ---------------------------------------------------------------------------
@@ -273,7 +275,7 @@ def test_a_child_that_ended_before_reading_a_call_does_not_fail_it(monkeypatch):
 def test_a_child_that_read_a_call_and_died_fails_that_call(monkeypatch):
     import time
 
-    from staff.sandbox.client import WorkerCrashed
+    from staff.sandbox.failures import WorkerCrashed
 
     worker = _scripted_worker(monkeypatch, first_child_reads=True)
     with pytest.raises(WorkerCrashed, match="exited with code 0"):

@@ -18,9 +18,10 @@ import pytest
 
 from adapters._text import shown_text
 from staff import samples
-from staff.batch import Submission, grade_one, write_gradebook
+from staff.batch import Submission, grade_one
+from staff.batch_report import write_gradebook
 from staff.grade import scrub
-from staff.sandbox import confine, syscalls
+from staff.sandbox import confine, syscall_filter, syscalls
 from staff.sandbox.layout import SandboxOptions
 from staff.sandbox.removal import remove_tree, scratch_folder
 
@@ -57,9 +58,9 @@ def _verdict(program: list[tuple[int, int, int, int]], arch: int, nr: int, *args
 def test_the_filter_refuses_each_listed_call_and_every_socket_on_both_architectures(machine):
     # Mistakes: an aarch64 number copied from x86_64 (the call stays open there), a jump offset off
     # by one around the socket checks, socketpair refused outright (the worker's own pairs break).
-    program, arch = confine.seccomp_program(machine), confine._AUDIT_ARCH[machine]
+    program, arch = syscall_filter.seccomp_program(machine), syscall_filter._AUDIT_ARCH[machine]
     deny, no_family, allow = 0x50000 | EPERM, 0x50000 | EAFNOSUPPORT, 0x7FFF0000
-    numbers = confine.refused_numbers(machine)
+    numbers = syscall_filter.refused_numbers(machine)
     assert len(set(numbers.values())) == len(numbers), "two refused calls share a number"
     for name, number in numbers.items():  # EPERM, or ENOSYS where the review says so (clone3: glibc falls back)
         assert _verdict(program, arch, number) == 0x50000 | syscalls.review()[name][2], name
@@ -81,9 +82,9 @@ def test_a_gpu_grades_filter_lets_cuda_make_its_socket_and_refuses_the_rest(mach
     # On an H100, refusing socket() kept cuInit from starting (error 304) while the filter before round 4,
     # which refused internet sockets only, did not: a GPU grade's filter refuses AF_INET and AF_INET6 and
     # every listed call. Mistakes: a jump that allows internet sockets too, or drops the listed calls.
-    program, arch = confine.seccomp_program(machine, sockets=False), confine._AUDIT_ARCH[machine]
+    program, arch = syscall_filter.seccomp_program(machine, sockets=False), syscall_filter._AUDIT_ARCH[machine]
     deny, no_family, allow = 0x50000 | EPERM, 0x50000 | EAFNOSUPPORT, 0x7FFF0000
-    for name, number in confine.refused_numbers(machine).items():
+    for name, number in syscall_filter.refused_numbers(machine).items():
         if name not in syscalls.GPU_ONLY:
             assert _verdict(program, arch, number) == 0x50000 | syscalls.review()[name][2], name
     socket = syscalls.numbers(machine)["socket"]
@@ -135,7 +136,7 @@ def test_a_gpu_grades_launcher_makes_no_pid_namespace_and_says_why():
 
 def test_the_refused_calls_are_the_carriers_named_in_issue_27():
     # Mistake: dropping a call from the list while tidying it (the tests above would still pass).
-    assert set(confine.REFUSED) >= {
+    assert set(syscall_filter.REFUSED) >= {
         "add_key", "keyctl", "request_key", "mq_open", "mq_timedsend", "userfaultfd", "bpf", "perf_event_open",
         "fanotify_init", "name_to_handle_at", "open_by_handle_at", "process_vm_readv", "process_vm_writev",
         "ptrace", "kcmp", "pidfd_getfd", "memfd_secret", "shmget", "msgget", "semget", "io_uring_setup"}
@@ -144,8 +145,8 @@ def test_the_refused_calls_are_the_carriers_named_in_issue_27():
 _PROBE = r"""
 import ctypes, json, os, socket, sys
 sys.path.insert(0, sys.argv[1])
-import confine
-status = confine.deny_syscalls()
+import syscall_filter
+status = syscall_filter.deny_syscalls()
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 found = {"status": status}
@@ -159,11 +160,11 @@ mine, theirs = socket.socketpair()
 mine.sendall(b"pair")
 found["pair"] = theirs.recv(4).decode()
 def call(name, *args):
-    result = libc.syscall(confine.refused_numbers(os.uname().machine)[name], *args)
+    result = libc.syscall(syscall_filter.refused_numbers(os.uname().machine)[name], *args)
     return "worked" if result >= 0 else ctypes.get_errno()
 found["add_key"] = key = call("add_key", b"user", b"cs336-probe", b"sources", 7, -4)  # the user keyring
 if key == "worked":  # a broken filter leaves no key behind
-    libc.syscall(confine.refused_numbers(os.uname().machine)["keyctl"], 21, -4)
+    libc.syscall(syscall_filter.refused_numbers(os.uname().machine)["keyctl"], 21, -4)
 found["keyctl"] = call("keyctl", 0, -4, 0)  # KEYCTL_GET_KEYRING_ID
 found["request_key"] = call("request_key", b"user", b"cs336-probe", None, 0)
 found["mq_open"] = call("mq_open", b"cs336-probe", 0, 0, None)  # O_RDONLY: creates nothing
@@ -176,7 +177,7 @@ print(json.dumps(found))
 def test_the_installed_filter_refuses_sockets_keys_and_queues_and_keeps_socketpairs():
     # Mistakes: a filter that checks the number but not the architecture, an allow-list that lets
     # AF_UNIX socket() through (a path or abstract socket of another grade), keys left open.
-    folder = Path(confine.__file__).parent
+    folder = Path(syscall_filter.__file__).parent
     done = subprocess.run([sys.executable, "-I", "-c", _PROBE, str(folder)], capture_output=True, text=True,
                           check=True)
     found = json.loads(done.stdout)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from staff.sandbox import confine, syscalls
+from staff.sandbox import confine, syscall_filter, syscalls
 from staff.sandbox.syscall_numbers import NUMBERS
 from staff.tests.test_sandbox_round4 import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, _verdict
 
@@ -49,7 +49,7 @@ def test_the_filter_allows_exactly_what_the_review_allows(machine, sockets):
     # Mistakes: a call allowed by the program but not in the review (the next person adding one must
     # write why), a refused call answered with the wrong errno, a run of numbers off by one, a newer
     # kernel's call let through instead of ENOSYS.
-    program, arch = confine.seccomp_program(machine, sockets), confine._AUDIT_ARCH[machine]
+    program, arch = syscall_filter.seccomp_program(machine, sockets), syscall_filter._AUDIT_ARCH[machine]
     by_number = {number: name for name, number in syscalls.numbers(machine).items()}
     review = syscalls.review()
     for number in range(600):
@@ -71,7 +71,8 @@ def test_the_checked_calls_refuse_their_dangerous_arguments(machine):
     # Mistakes: a datagram pair (which can send to any named socket by address), clone with
     # CLONE_NEWUSER (every capability inside it), TIOCSTI, a file lock; or the check that refuses the
     # harmless forms (threads, F_GETFL, a stream pair) with them.
-    program, arch, have = confine.seccomp_program(machine), confine._AUDIT_ARCH[machine], syscalls.numbers(machine)
+    program, arch = syscall_filter.seccomp_program(machine), syscall_filter._AUDIT_ARCH[machine]
+    have = syscalls.numbers(machine)
     deny = ERRNO | EPERM
 
     def verdict(name: str, *args: int) -> int:
@@ -87,7 +88,7 @@ def test_the_checked_calls_refuse_their_dangerous_arguments(machine):
     assert verdict("ioctl", 0, 0x5412) == deny and verdict("ioctl", 0, 0x541B) == ALLOW  # TIOCSTI; FIONREAD
     assert verdict("fcntl", 0, 6) == deny and verdict("fcntl", 0, 38) == deny and verdict("fcntl", 0, 3) == ALLOW
     assert verdict("clone3") == ERRNO | ENOSYS  # glibc then falls back to clone, whose flags are checked
-    gpu = confine.seccomp_program(machine, sockets=False)
+    gpu = syscall_filter.seccomp_program(machine, sockets=False)
     assert _verdict(gpu, arch, have["fcntl"], 0, 6) == ALLOW  # CUDA's caches may lock their files
     assert _verdict(gpu, arch, have["clone"], 0x01200011 | 0x10000000) == deny
 
@@ -107,8 +108,8 @@ def test_the_classes_named_in_the_brief_are_refused():
 _PROBE = r"""
 import ctypes, errno, fcntl, json, os, socket, sys
 sys.path.insert(0, sys.argv[1])
-import confine, syscalls
-status = confine.deny_syscalls() if sys.argv[3] == "filter" else "off"
+import confine, syscall_filter, syscalls
+status = syscall_filter.deny_syscalls() if sys.argv[3] == "filter" else "off"
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 have = syscalls.numbers(os.uname().machine)

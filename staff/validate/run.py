@@ -25,9 +25,9 @@ from tqdm import tqdm
 
 from staff import samples
 from staff.grade import REPO_ROOT, collect_only, grade
-from staff.sandbox.client import Limits
 from staff.sandbox.layout import SandboxOptions
 from staff.sandbox.removal import scratch_folder
+from staff.sandbox.worker_config import Limits
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
 

@@ -1,4 +1,5 @@
-"""Adapter calls sent to the worker: the route `staff grade` installs in the process that runs the tests.
+"""Adapter calls sent to the worker: `WorkerRoute`, the route `staff grade` installs (through
+`adapters._route.set_route`, the hook every adapter calls through) in the process that runs the tests.
 
 Each test has a time budget for the calls it makes (their durations add up, worker start-up not
 counted). When a call runs past what is left, the worker is killed, the call fails with "timed out
@@ -14,8 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from adapters import _codec
-from staff.sandbox.client import CallTimedOut, GraderOutOfMemory, SandboxFailure, Worker, WorkerCrashed
+from adapters import _codec, _remote_error
+from staff.sandbox.client import Worker
+from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, SandboxFailure, WorkerCrashed
 from staff.sandbox.quota import DiskQuota
 
 MAX_STRIKES = 2  # time-outs or crashes of one adapter before its later calls are not run
@@ -99,7 +101,7 @@ class WorkerRoute:
         error = reply.get("error")
         if not (isinstance(error, list) and len(error) == 4 and all(isinstance(e, str) for e in error)):
             raise ReplyUnreadable(f"{name}: the worker's reply is malformed")
-        raise _codec.as_exception(_codec.RemoteError(*error))
+        raise _remote_error.as_exception(_remote_error.RemoteError(*error))
 
     def _strike(self, name: str, what: str) -> None:
         self.strikes.setdefault(name, {}).setdefault(self.test.split("::")[-1], what)
@@ -113,7 +115,7 @@ class WorkerRoute:
             return f"importing your package took longer than {timeout_s:g} s (is there slow work at module level?)"
         except WorkerCrashed as crash:
             return _codec.bounded(f"the process importing your package {crash}\n{self.worker.log.take()}".strip(),
-                                  _codec.MAX_TRACEBACK_CHARS)
+                                  _remote_error.MAX_TRACEBACK_CHARS)
         except GraderOutOfMemory:
             return None  # not the package's fault: the worker recorded it, and the grade ends on it
         if reply.get("ok") is True:
@@ -121,7 +123,7 @@ class WorkerRoute:
         error = reply.get("error")
         if not (isinstance(error, list) and len(error) == 4 and isinstance(error[3], str)):
             return "importing your package failed"
-        return _codec.bounded(_codec.clean_text(error[3]), _codec.MAX_TRACEBACK_CHARS, keep_end=True)
+        return _codec.bounded(_codec.clean_text(error[3]), _remote_error.MAX_TRACEBACK_CHARS, keep_end=True)
 
     def _echo_output(self) -> None:
         text = self.worker.log.take()

@@ -1,0 +1,131 @@
+"""Confining the worker with seccomp: an allow-list of system calls, reviewed one by one in syscalls.py.
+
+Docker's default profile refuses new namespaces, so on Gradescope the worker has the container's
+network and IPC; this filter needs no privilege (only no_new_privs) and closes both. Every call is
+reviewed in syscalls.py against the class "a kernel object that can carry data between grades or out
+of one": allowed with a reason, allowed with its arguments checked, or refused; any other number (a
+call newer than the review) fails with ENOSYS.
+
+Each function returns a status as `confine`'s do (see confine.py, which lists every confining
+module). Copied into the worker's code folder; imports only the standard library and confine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+
+if __package__:  # staff.sandbox.syscall_filter, in the grader
+    from staff.sandbox import syscalls
+    from staff.sandbox.confine import ON, PR_SET_NO_NEW_PRIVS, errno_text, libc, off, prctl
+else:  # syscall_filter, a top-level module in the worker's code folder
+    import syscalls
+    from confine import ON, PR_SET_NO_NEW_PRIVS, errno_text, libc, off, prctl
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_X32_SYSCALL_BIT = 0x40000000  # x32 numbers: refused whole, with every other architecture's
+_AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
+_SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_TYPE_MASK = 1, 5, 0xF
+_CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
+_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY = 6, 7, 37, 38, 1024, 1026
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_LD_W_ABS, _AND_K, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x54, 0x15, 0x25, 0x35, 0x45, 0x06
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+REFUSED = {name: syscalls.NUMBERS[name] for name, (verdict, _, _) in syscalls.review().items() if verdict == "refused"}
+
+
+def refused_numbers(machine: str) -> dict[str, int]:
+    """The refused system calls that `machine` has, by name, with its numbers."""
+    have = syscalls.numbers(machine)
+    return {name: have[name] for name in REFUSED if name in have}
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _arg(index: int) -> tuple[int, int, int, int]:
+    return (_LD_W_ABS, 0, 0, 16 + 8 * index)  # the low 32 bits of seccomp_data.args[index]
+
+
+def _refuse_values(index: int, values: list[int], deny: int) -> list[tuple[int, int, int, int]]:
+    """Refuse (`deny`) when argument `index` is one of `values`; allow otherwise."""
+    count = len(values)
+    checks = [(_JEQ_K, count - 1 - i, 0 if i < count - 1 else 1, value) for i, value in enumerate(values)]
+    return [_arg(index), *checks, (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW)]
+
+
+def seccomp_program(machine: str, sockets: bool = True) -> list[tuple[int, int, int, int]]:
+    """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
+    architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
+    with its errno; socket() with EAFNOSUPPORT, socketpair() but for AF_UNIX stream and seqpacket
+    pairs, clone() with a new namespace, TIOCSTI and file locks with EPERM; the allowed calls pass;
+    any other number fails with ENOSYS. Without `sockets` (a GPU grade: CUDA's driver makes a unix
+    socket as it starts), socket() fails only for AF_INET and AF_INET6, and syscalls.GPU_ONLY,
+    socketpair() of any type and fcntl's locks are allowed."""
+    deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
+    have = syscalls.numbers(machine)
+    program = [(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+               (_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
+               (_RET_K, 0, 0, deny),
+               (_LD_W_ABS, 0, 0, 0)]  # seccomp_data.nr
+    if machine == "x86_64":
+        program += [(_JGE_K, 0, 1, _X32_SYSCALL_BIT), (_RET_K, 0, 0, deny)]
+    checked = {
+        "socket": [(_RET_K, 0, 0, no_family)] if sockets else
+        [_arg(0), (_JEQ_K, 1, 0, _AF_INET), (_JEQ_K, 0, 1, _AF_INET6), (_RET_K, 0, 0, no_family),
+         (_RET_K, 0, 0, allow)],
+        "socketpair": [_arg(0), (_JEQ_K, 1, 0, _AF_UNIX), (_RET_K, 0, 0, no_family)] + (
+            [_arg(1), (_AND_K, 0, 0, _SOCK_TYPE_MASK), (_JEQ_K, 2, 0, _SOCK_STREAM), (_JEQ_K, 1, 0, _SOCK_SEQPACKET),
+             (_RET_K, 0, 0, deny)] if sockets else []) + [(_RET_K, 0, 0, allow)],
+        "clone": [_arg(0), (_JSET_K, 0, 1, _CLONE_NEW_ANY), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, allow)],
+        "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX], deny),
+        "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY], deny)
+        if sockets else [(_RET_K, 0, 0, allow)],
+    }
+    for name, body in checked.items():
+        if name in have:
+            program += [(_JEQ_K, 0, len(body), have[name]), *body]
+    action = {}
+    for name, (verdict, _, code) in syscalls.review().items():
+        if name in have and name not in checked:
+            allowed = verdict == "allowed" or (not sockets and name in syscalls.GPU_ONLY)
+            action[have[name]] = allow if allowed else _RET_ERRNO | code
+    # Runs of numbers with the same answer, from 0 up, the gaps ENOSYS: "above this run's end: next run".
+    enosys, runs = _RET_ERRNO | errno.ENOSYS, []
+    for number in range(max(action) + 1):
+        answer = action.get(number, enosys)
+        if runs and runs[-1][1] == answer:
+            runs[-1][0] = number
+        else:
+            runs.append([number, answer])
+    for last, answer in runs:
+        program += [(_JGT_K, 1, 0, last), (_RET_K, 0, 0, answer)]
+    return program + [(_RET_K, 0, 0, enosys)]
+
+
+def deny_syscalls(sockets: bool = True) -> str:
+    """Install the seccomp filter of `seccomp_program` (`sockets` as there) on this process and its
+    future children, for good. Needs Linux on x86_64 or aarch64."""
+    machine = os.uname().machine if libc is not None else ""
+    if machine not in _AUDIT_ARCH:
+        return off(f"no filter for {machine or sys.platform}")
+    program = seccomp_program(machine, sockets)
+    filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
+    fprog = _SockFprog(len(program), filters)
+    if not prctl(PR_SET_NO_NEW_PRIVS, 1):
+        return off(f"no_new_privs: {errno_text()}")
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return off(f"seccomp: {errno_text()}")
+    made = "no sockets but unix pairs" if sockets else "no internet sockets (a GPU grade: unix sockets allowed)"
+    allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + (0 if sockets else len(syscalls.GPU_ONLY))
+    return f"{ON} (seccomp: an allow-list of {allowed} " \
+           f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces or " \
+           "access to other processes)"

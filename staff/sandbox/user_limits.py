@@ -1,0 +1,105 @@
+"""Confining the worker: the user it runs as, the powers it keeps, and the resources it may use
+(resource limits, a memory group of its own, first to go when memory runs out).
+
+Each function returns a status as `confine`'s do (see confine.py, which lists every confining
+module). Copied into the worker's code folder; imports only the standard library and confine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+
+if __package__:  # staff.sandbox.user_limits, in the grader
+    from staff.sandbox.confine import ON, errno_text, libc, off, prctl
+else:  # user_limits, a top-level module in the worker's code folder
+    from confine import ON, errno_text, libc, off, prctl
+
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4  # <linux/prctl.h>
+LAST_CAP = 63
+
+
+def drop_user(uid: int, gid: int) -> str:
+    """Become `uid`/`gid` with no supplementary groups, for good (needs root)."""
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as error:
+        return off(str(error))
+    return ON if os.geteuid() == uid and os.getegid() == gid else off("the ids did not change")
+
+
+OOM_SCORE_ADJ_MAX = 1000
+
+
+def killed_first() -> str:
+    """Make this process and its future children the kernel's first choice when memory runs out
+    (oom_score_adj 1000): the worker dies before the test process or a neighbour's grade, whatever
+    form its memory takes. Set by root with CAP_SYS_RESOURCE, the kernel keeps it as a floor the worker
+    cannot go below; without that capability (Docker drops it) only Landlock, which keeps the worker from
+    writing /proc, keeps it there."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write(str(OOM_SCORE_ADJ_MAX))
+    except OSError as error:
+        return off(f"oom_score_adj: {error.strerror}")
+    return ON
+
+
+def join_memory_group(group: str | None) -> str:
+    """Move this process (and so its future children) into the memory cgroup folder `group` that the
+    grader made for this worker, which counts all the worker's memory (in-memory files included) and
+    bounds it. Needs root, before dropping to the worker's user (who then cannot leave it)."""
+    if group is None:
+        return off("the grader could not make one")
+    try:
+        with open(os.path.join(group, "cgroup.procs"), "w") as handle:
+            handle.write(str(os.getpid()))
+    except OSError as error:
+        return off(f"cannot join {os.path.basename(group)}: {error.strerror}")
+    return ON
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> str:
+    """Give up every capability (bounding, ambient, effective, permitted, inheritable): a root
+    process keeps its uid but loses the powers that go with it (mounting, loading modules, killing
+    other users' processes, reading files regardless of their mode)."""
+    if libc is None:
+        return off("Linux only")
+    for cap in range(LAST_CAP + 1):
+        prctl(PR_CAPBSET_DROP, cap)  # EINVAL past the kernel's last capability: ignored
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return off(errno_text())
+    return ON
+
+
+def set_limits(memory_bytes: int | None, cpu_seconds: int, file_bytes: int, processes: int, open_files: int) -> str:
+    """Resource limits for this process and its children; None leaves memory unlimited."""
+    wanted = [(resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_FSIZE, file_bytes),
+              (resource.RLIMIT_NOFILE, open_files), (resource.RLIMIT_CORE, 0)]
+    if memory_bytes is not None:
+        wanted.append((resource.RLIMIT_AS, memory_bytes))
+    if hasattr(resource, "RLIMIT_NPROC"):
+        wanted.append((resource.RLIMIT_NPROC, processes))
+    failed = []
+    for kind, value in wanted:
+        try:
+            _, hard = resource.getrlimit(kind)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(kind, (value, value))
+        except (ValueError, OSError) as error:
+            failed.append(f"{kind}: {error}")
+    return ON if not failed else off("; ".join(failed))

@@ -1,0 +1,73 @@
+"""What the grader starts its worker with: the limits, the launcher's configuration (written as JSON
+for worker.py) and the environment the worker process gets.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from staff.sandbox import settings
+
+
+@dataclass
+class Limits:
+    """What one worker may use. Memory is address space in bytes (None: unlimited, needed for CUDA,
+    whose driver maps far more address space than it uses); CPU time in seconds over the worker's
+    life; file size in bytes; processes counts the user's processes and threads; disk is what its
+    folders (its own, the tests', and its private /tmp) may hold in all, in bytes and entries."""
+
+    memory_bytes: int | None = int(settings.default("memory_gib") * 2**30)
+    cpu_seconds: int = 1800
+    file_bytes: int = 1 << 30
+    processes: int = 512
+    open_files: int = 1024
+    disk_bytes: int = int(settings.default("disk_gib") * 2**30)
+    disk_files: int = 20_000
+
+
+@dataclass
+class WorkerConfig:
+    """Everything the launcher needs, written as JSON next to the grader's files."""
+
+    code: str  # read-only folder: layout.WORKER_FILES, adapters/, cs336_basics/
+    folder: str  # the worker's writable folder and working directory
+    shared: str  # root's folder of the tests' folders (each made by the grader, then the worker's)
+    python: str
+    site_packages: list[str]
+    read_only: list[str]
+    devices: list[str]
+    reveal: list[str]
+    uid: int | None
+    gid: int | None
+    threads: int = 1
+    namespaces: bool = True
+    landlock: bool = True
+    seccomp: bool = True
+    tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
+    limits: Limits = field(default_factory=Limits)
+    cuda: bool = False  # a GPU grade: no PID namespace, Landlock or socket() ban, which keep CUDA from starting
+    memory_group: str | None = None  # the worker's own memory cgroup folder (staff.sandbox.memory_group)
+
+
+# What the grader's environment may pass to the worker: where the GPU driver's libraries are, and
+# which GPUs it may see. Nothing else of the grader's environment reaches student code.
+GPU_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+
+
+def worker_environment(config: WorkerConfig, grader_environment: Mapping[str, str]) -> dict[str, str]:
+    """The worker's whole environment: a fixed minimum, the GPU variables the grader has, and a
+    fork-safe CUDA check (NVML), since the zygote forks a child per stretch of calls and a CUDA
+    driver set up before a fork does not work after it."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": config.folder, "TMPDIR": config.folder, "LANG": "C.UTF-8",
+           "OMP_NUM_THREADS": str(config.threads), "MKL_NUM_THREADS": str(config.threads),
+           "TORCHINDUCTOR_CACHE_DIR": config.folder, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    env.update({key: grader_environment[key] for key in GPU_ENVIRONMENT if key in grader_environment})
+    return env
+
+
+def site_packages() -> list[str]:
+    """The folders this interpreter imports third-party packages from (torch, numpy, einops ...)."""
+    return [p for p in dict.fromkeys(site.getsitepackages()) if os.path.isdir(p)]
