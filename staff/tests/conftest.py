@@ -34,23 +34,30 @@ from staff.sandbox.uids import worker_uids
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
 # end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
 # module or function says `pytest.mark.slow` itself (the red team, the container, a release run).
-SLOW_FIXTURES = frozenset({"graded", "autograder_root"})
+SLOW_FIXTURES = frozenset({"graded", "graded_as_user", "autograder_root"})
+# The suite runs in two processes (`pytest -n 2 --dist loadgroup`, pytest-xdist). A session fixture is
+# made once per process, so the tests that share one run in one process: the red team's two batches
+# (which also share the planted sources' fixed paths) in one, the unpacked bundle's tests in another.
+XDIST_GROUPS = {"graded": "redteam", "graded_as_user": "redteam", "autograder_root": "gradescope"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: grades submissions end to end; deselect with -m \"not slow\"")
+    # The environment's bytecode, compiled once (workers cannot write their own .pyc files): here, before
+    # pytest-xdist starts its processes and outside any test's time limit, not in a test's set-up.
+    ensure_compiled()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SLOW_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def compiled_environment() -> None:
-    """The environment's bytecode, compiled once (workers cannot write their own .pyc files)."""
-    ensure_compiled()
+        groups = {XDIST_GROUPS[name] for name in fixtures & XDIST_GROUPS.keys()}
+        assert len(groups) <= 1, f"{item.nodeid} takes fixtures of two process groups: {sorted(groups)}"
+        if groups:
+            item.add_marker(pytest.mark.xdist_group(groups.pop()))
 
 
 BATCH_TIMEOUT_S = 1800  # pytest-timeout for the tests that wait for the batch
