@@ -60,7 +60,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(groups.pop()))
 
 
-BATCH_TIMEOUT_S = 3600  # pytest-timeout for the tests that wait for a batch: a guard against a hang (the red team's batch takes about 12 minutes on two quiet cores, over 30 on a loaded machine)
+# pytest-timeout for the tests that wait for a batch: a guard against a hang (the red team's batch
+# takes about 12 minutes on two quiet cores, over 30 on a loaded machine)
+BATCH_TIMEOUT_S = 3600
 
 
 def _plain_samples(folder: Path) -> None:
