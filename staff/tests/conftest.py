@@ -30,15 +30,12 @@ from staff.sandbox.client import kill_user
 from staff.sandbox.leftovers import remove_leftovers
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
+from staff.tests import process_groups
 
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
 # end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
 # module or function says `pytest.mark.slow` itself (the red team, the container, a release run).
 SLOW_FIXTURES = frozenset({"graded", "graded_as_user", "autograder_root"})
-# The suite runs in two processes (`pytest -n 2 --dist loadgroup`, pytest-xdist). A session fixture is
-# made once per process, so the tests that share one run in one process: the red team's two batches
-# (which also share the planted sources' fixed paths) in one, the unpacked bundle's tests in another.
-XDIST_GROUPS = {"graded": "redteam", "graded_as_user": "redteam", "autograder_root": "gradescope"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,16 +45,22 @@ def pytest_configure(config: pytest.Config) -> None:
     ensure_compiled()
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if SLOW_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
-        groups = {XDIST_GROUPS[name] for name in fixtures & XDIST_GROUPS.keys()}
-        assert len(groups) <= 1, f"{item.nodeid} takes fixtures of two process groups: {sorted(groups)}"
-        if groups:
-            item.add_marker(pytest.mark.xdist_group(groups.pop()))
+        wrong = process_groups.misplaced(item.nodeid, fixtures)
+        if wrong:
+            raise pytest.UsageError(wrong)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """In several processes (`-n 2 --dist loadgroup`), the tests sharing a session fixture share a process."""
+    if config.getvalue("dist") == "loadgroup":
+        return process_groups.FileGroupScheduling(config, log)
+    return None
 
 
 # pytest-timeout for the tests that wait for a batch: a guard against a hang (the red team's batch
