@@ -93,6 +93,7 @@ class GradedTest:
 
 
 RECORD_FIELDS = ("nodeid", "name", "number", "problem", "points", "needs_cuda", "hidden", "visibility")
+GRADED_PROPERTY = "graded_test"  # the user property that carries a test's record to the main process
 
 
 @dataclass(eq=False)  # pluggy keeps plugins in sets, so identity hashing is needed
@@ -167,6 +168,8 @@ class PointsPlugin:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
         test = self.tests.get(item.nodeid)
+        if test is not None:  # for a run split over processes (pytest-xdist), whose main process collects nothing
+            report.user_properties.append((GRADED_PROPERTY, {k: getattr(test, k) for k in RECORD_FIELDS}))
         if test is not None and call.excinfo is not None and report.failed:
             roots = [self.public_root] if self.hidden_root is None else [self.public_root, self.hidden_root]
             self.failures[item.nodeid] = failure_text(call.excinfo.value, test, roots)
@@ -174,8 +177,11 @@ class PointsPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         test = self.tests.get(report.nodeid)
-        if test is None:
-            return
+        if test is None:  # run in another process: the test's record came with its report
+            record = dict(report.user_properties).get(GRADED_PROPERTY)
+            if record is None:
+                return
+            test = self.tests[report.nodeid] = GradedTest(**record)
         if report.failed:
             phase = "" if report.when == "call" else f" (during {report.when})"
             text = self.failures.pop(report.nodeid, None)
@@ -201,7 +207,7 @@ class PointsPlugin:
         # Printed last, after pytest's own summary, so a student never scrolls up to find it.
         finished = [t for t in self.tests.values() if t.status is not None]
         reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if finished and reporter is not None:
+        if finished and reporter is not None and not hasattr(config, "workerinput"):  # not in an xdist worker
             reporter.write_sep("=", "points by problem")
             for line in format_table(finished, hidden_shown=True):
                 reporter.write_line(line)

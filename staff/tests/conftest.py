@@ -29,30 +29,42 @@ from staff.redteam.planted import planted_sources
 from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
+from staff.tests import process_groups
 
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
 # end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
 # module or function says `pytest.mark.slow` itself (the red team, the container, a release run).
-SLOW_FIXTURES = frozenset({"graded", "autograder_root"})
+SLOW_FIXTURES = frozenset({"graded", "graded_as_user", "autograder_root"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: grades submissions end to end; deselect with -m \"not slow\"")
+    # The environment's bytecode, compiled once (workers cannot write their own .pyc files): here, before
+    # pytest-xdist starts its processes and outside any test's time limit, not in a test's set-up.
+    ensure_compiled()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SLOW_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
+        wrong = process_groups.misplaced(item.nodeid, fixtures)
+        if wrong:
+            raise pytest.UsageError(wrong)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def compiled_environment() -> None:
-    """The environment's bytecode, compiled once (workers cannot write their own .pyc files)."""
-    ensure_compiled()
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """In several processes (`-n 2 --dist loadgroup`), the tests sharing a session fixture share a process."""
+    if config.getvalue("dist") == "loadgroup":
+        return process_groups.FileGroupScheduling(config, log)
+    return None
 
 
-BATCH_TIMEOUT_S = 1800  # pytest-timeout for the tests that wait for the batch
+# pytest-timeout for the tests that wait for a batch: a guard against a hang (the red team's batch
+# takes about 12 minutes on two quiet cores, over 30 on a loaded machine)
+BATCH_TIMEOUT_S = 3600
 
 
 def _plain_samples(folder: Path) -> None:

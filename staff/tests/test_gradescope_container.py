@@ -16,6 +16,7 @@ network and uid map, and the base image's own Python."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -41,6 +42,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 SETTING = memory.RECOMMENDED_MEMORY_BYTES  # what the README tells a TA to set
 BELOW = 768 << 20  # Gradescope's default, under the grader's measured need
 KILLED_AT = 896 << 20  # below the need: measured, the kernel kills the test process mid-grade
+CONTAINED_PREFIX = "contained-"  # what the contained cases' daemons' names start with here
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -129,6 +131,12 @@ def test_a_grade_the_container_kills_midway_blames_no_one(tmp_path):
 def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_path, name):
     case = next(c for c in load_cases() if c.name == name)
     upload = build(case, tmp_path)
+    if case.survivors:  # its own name, so that the red team's batch, which may run beside it, is not taken for it
+        attack = upload / "cs336_basics" / "_attack.py"
+        source = attack.read_text()
+        assert f'"{case.survivors}"' in source, f"{attack} no longer names its daemons {case.survivors!r}"
+        attack.write_text(source.replace(f'"{case.survivors}"', f'"{CONTAINED_PREFIX}{case.survivors}"'))
+        case = dataclasses.replace(case, survivors=CONTAINED_PREFIX + case.survivors)
     results, _, _ = contained(autograder_root,
                               lambda s: shutil.copytree(upload / "cs336_basics", s / "cs336_basics"), SETTING, 1.0)
     assert judge(case, results) == [], results["output"][:2000]

@@ -1,0 +1,51 @@
+"""Which staff tests share a process when the suite runs in several (`pytest -n 2 --dist loadgroup`).
+
+A session fixture is made once per process, so the tests that take one must run in one process: the
+red team's two batches (`graded`, `graded_as_user`, which also share the planted sources' fixed
+paths) and the unpacked bundle (`autograder_root`). Each of those groups is a whole test file here:
+pytest-xdist's own `xdist_group` marks are not used, since with pytest 9.2 its loadgroup mode no
+longer sees them (pytest-dev/pytest-xdist#1386: it renames node ids, which pytest no longer reads),
+and the tests would silently spread over both processes, each grading the red team's batch again.
+`staff/tests/conftest.py` checks at collection that every test taking one of these fixtures is in a
+file of the fixture's group.
+"""
+
+from __future__ import annotations
+
+from xdist.scheduler import LoadGroupScheduling
+
+FIXTURE_GROUPS = {"graded": "redteam", "graded_as_user": "redteam", "autograder_root": "gradescope"}
+FILE_GROUPS = {
+    "staff/tests/test_redteam.py": "redteam",
+    "staff/tests/test_grade.py": "redteam",
+    "staff/tests/test_bundle.py": "gradescope",
+    "staff/tests/test_gradescope_container.py": "gradescope",
+    "staff/tests/test_settings.py": "gradescope",
+}
+
+
+def group_of(nodeid: str) -> str | None:
+    """The process group of the test `nodeid` (relative to the repository), or None."""
+    return FILE_GROUPS.get(nodeid.split("::", 1)[0])
+
+
+def misplaced(nodeid: str, fixtures: set[str]) -> str | None:
+    """Why the test `nodeid`, taking `fixtures`, would run in the wrong process; None when it would not."""
+    wanted = {FIXTURE_GROUPS[name] for name in fixtures & FIXTURE_GROUPS.keys()}
+    if not wanted:
+        return None
+    if len(wanted) > 1:
+        return f"{nodeid} takes the fixtures of two process groups ({sorted(wanted)}): it cannot run in both"
+    group = wanted.pop()
+    if group_of(nodeid) != group:
+        return (f"{nodeid} takes a fixture of the process group {group!r} but its file is not in that group: "
+                f"add it to FILE_GROUPS in staff/tests/process_groups.py")
+    return None
+
+
+class FileGroupScheduling(LoadGroupScheduling):
+    """xdist's loadgroup scheduling, whose groups are FILE_GROUPS' (every other test goes alone)."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        group = group_of(nodeid)
+        return f"group:{group}" if group else super()._split_scope(nodeid)
