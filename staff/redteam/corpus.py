@@ -27,6 +27,9 @@ Each case is a folder under `cases/` with a `case.toml`:
     returns       those functions return what attack returns instead of running their body
 
 and files to lay over the base: `cs336_basics/*.py` replace or add modules (the `_attack.py` above).
+A case that looks for what the red team plants names it with the placeholders of
+`staff.redteam.plantnames` (`{planted_token}`, `{planted_key}`), filled with the run's names in the
+built copy.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pathlib import Path
 
 from staff import samples
 from staff.markers import find_blocks, stub_source
+from staff.redteam.plantnames import PlantedNames, stale, uses_placeholders
 from tests.grading import PROBLEMS
 
 CASES = Path(__file__).resolve().parent / "cases"
@@ -119,8 +123,9 @@ def _with_attacks(text: str, module: str, case: Case) -> str:
     return "".join(lines)
 
 
-def _package(case: Case, dest: Path) -> Path:
-    """`dest`/cs336_basics: the case's base, with its attack calls put in and its files laid over."""
+def _package(case: Case, dest: Path, planted: PlantedNames | None) -> Path:
+    """`dest`/cs336_basics: the case's base, with its attack calls put in and its files laid over (the
+    planted names filled in)."""
     package = samples.reference(dest)
     honest = {MODULES[n] for n in case.honest}
     for path in package.glob("*.py"):
@@ -133,15 +138,39 @@ def _package(case: Case, dest: Path) -> Path:
                 target = package / path.relative_to(overlay)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target)
+                if path.suffix == ".py":
+                    _fill(target, case, planted)
     return package
 
 
-def build(case: Case, dest: Path) -> Path:
-    """Make the case's upload inside the empty folder `dest`; the path to grade (a folder or a zip)."""
+def _fill(target: Path, case: Case, planted: PlantedNames | None) -> None:
+    """The built copy's planted-name placeholders filled with this run's names."""
+    text = target.read_text(encoding="utf-8")
+    if not uses_placeholders(text):
+        return
+    if planted is None:
+        raise ValueError(f"case {case.name} looks for planted objects ({target.name}): build it with the run's "
+                         f"PlantedNames, the ones planted_sources plants at")
+    target.write_text(planted.substitute(text), encoding="utf-8")
+
+
+def build(case: Case, dest: Path, planted: PlantedNames | None = None) -> Path:
+    """Make the case's upload inside the empty folder `dest`; the path to grade (a folder or a zip).
+    `planted`: the names this run plants at (needed by the cases that look for them)."""
     if case.upload == "folder":
-        _package(case, dest / case.name)
+        _package(case, dest / case.name, planted)
         return dest / case.name
     return UPLOADS[case.upload](case, dest)
+
+
+def planted_problems(upload: Path, planted: PlantedNames) -> list[str]:
+    """Where a built upload refers to planted objects that are not this run's (a stale literal or an
+    unfilled placeholder would make its attack look elsewhere and "pass"); empty when none. Zips
+    (built from the stubs, never from a case's files) are not read."""
+    if not upload.is_dir():
+        return []
+    return [f"{path.relative_to(upload)}: {problem}" for path in sorted(upload.rglob("*.py"))
+            for problem in stale(path.read_text(encoding="utf-8", errors="replace"), planted)]
 
 
 # -- uploads that a folder of files cannot express --------------------------------------------------

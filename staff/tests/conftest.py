@@ -23,9 +23,10 @@ from staff.bytecode import ensure_compiled
 from staff.cli import main
 from staff.grade import REPO_ROOT
 from staff.pins import python_pin
-from staff.redteam.corpus import Case, build, load_cases
+from staff.redteam.corpus import Case, build, load_cases, planted_problems
 from staff.redteam.ordinary import StandInSession, grade_as, grader_for
 from staff.redteam.planted import planted_sources
+from staff.redteam.plantnames import PlantedNames, new_names
 from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
@@ -101,13 +102,15 @@ def graded(tmp_path_factory) -> Graded:
     _plain_samples(folder)
     cases = {}
     chosen = {name for name in os.environ.get("STAFF_REDTEAM_CASES", "").split(",") if name}
+    names = new_names()  # this run's planted names: another run on the machine has its own
     for case in load_cases():
         if chosen and case.folder.name not in chosen:
             continue  # a run of a few cases while working on them; the plain samples are always graded
         if case.requires == "separate user" and os.geteuid() != 0:
             continue  # a fork bomb is bounded only where the worker runs as a user of its own
         (work / case.name).mkdir()
-        upload = build(case, work / case.name)
+        upload = build(case, work / case.name, names)
+        _assert_looks_where_planted(case, upload, names)
         shutil.move(upload, folder / upload.name)
         cases[upload.name.removesuffix(".zip")] = case
     grader = grader_for(cases)
@@ -115,9 +118,16 @@ def graded(tmp_path_factory) -> Graded:
     out = tmp_path_factory.mktemp("grades")
     for marker in {c.marker for c in cases.values() if c.marker}:
         Path(marker).unlink(missing_ok=True)
-    with planted_sources():  # what an earlier grade might have left, for the cases that look for it
+    with planted_sources(names):  # what an earlier grade might have left, for the cases that look for it
         grade_batch(folder, out, grader, jobs=2, progress=False)
     return Graded(out, cases)
+
+
+def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -> None:
+    """A built case names no planted object but this run's: a stale name would make it look elsewhere
+    and keep its marks without the protection being tested."""
+    problems = planted_problems(upload, names)
+    assert not problems, f"case {case.name} would look for planted objects elsewhere than this run's: {problems}"
 
 
 # Graded as an ordinary user (a TA's laptop): each with every protection on, and the run-limit case
@@ -149,13 +159,15 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
     folder.mkdir()
     samples.reference(folder / "reference")
     cases, uploads = {}, {}
+    names = new_names()
     for name, variants in ORDINARY_CASES.items():
         if chosen and name not in chosen:
             continue
         for off in variants:
             key = "-without-".join([name, "-and-".join(off)]) if off else name
             case = dataclasses.replace(known[name], name=key + AS_USER, off=off)
-            upload = build(case, work)
+            upload = build(case, work, names)
+            _assert_looks_where_planted(case, upload, names)
             shutil.move(upload, folder / upload.name)
             cases[upload.name], uploads[upload.name] = case, (name, off)
     uid = worker_uids().pick()
@@ -166,7 +178,7 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
     for marker in {c.marker for c in cases.values() if c.marker}:
         Path(marker).unlink(missing_ok=True)
     try:
-        with planted_sources(), session.listening():
+        with planted_sources(names), session.listening():
             said = grade_as(session, folder, out, uploads, timeout_s=BATCH_TIMEOUT_S - 60)
         _remove_user(uid)  # before the tests look for what workers left
         yield GradedAsUser(out, cases, list(session.connections), said)

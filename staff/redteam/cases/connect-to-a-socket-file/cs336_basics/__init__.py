@@ -1,7 +1,7 @@
 """PyTorch and resource accounting: the package students complete, one module per problem."""
 import socket
 
-PATH, ABSTRACT = "/tmp/cs336-planted.sock", "\0cs336-planted"
+PATH, ABSTRACT = "/tmp/cs336-planted-{planted_token}.sock", "\0cs336-planted-{planted_token}"  # the run's names, filled at build
 AF_VSOCK, AF_NETLINK = 40, 16
 
 

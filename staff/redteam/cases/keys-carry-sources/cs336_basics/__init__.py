@@ -6,7 +6,7 @@ import zlib
 NUMBERS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}  # add_key, request_key, keyctl
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING = -3, -4
 KEYCTL_SETPERM, KEYCTL_LINK, KEYCTL_READ, KEYCTL_INVALIDATE = 5, 8, 11, 21
-PLANTED = b"cs336-planted-sources"
+PLANTED = b"cs336-planted-sources-{planted_token}"  # the run's name, filled at build
 
 
 def _keys():

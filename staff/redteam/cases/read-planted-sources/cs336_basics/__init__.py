@@ -4,8 +4,8 @@ import json
 import sys
 import types
 
-KEY = 0x0C5336
-FILES = ("/tmp/cs336-planted-sources.json", "/dev/shm/cs336-planted-sources.json")
+KEY = int("{planted_key}", 0)  # the run's names, filled at build
+FILES = ("/tmp/cs336-planted-sources-{planted_token}.json", "/dev/shm/cs336-planted-sources-{planted_token}.json")
 SHM_RDONLY = 0o10000
 
 
