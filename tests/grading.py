@@ -46,7 +46,7 @@ PROBLEMS: dict[int, Problem] = {
     8: Problem("AdaGrad", "handout/08_adagrad.md", 12, "optimizer"),
     9: Problem("Memmap data loader", "handout/09_data.md", 14, "data"),
     10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 12, "checkpoint"),
-    11: Problem("Train it", "handout/11_train.md", 7, "train"),
+    11: Problem("Train it", "handout/11_train.md", 8, "train"),
 }
 # The first column of every points table (this plugin's, `staff grade`'s, a batch's summary): wide
 # enough for the longest "N. Title", so a long title added next term keeps the columns aligned.

@@ -12,12 +12,20 @@ import torch
 
 from adapters import optimizer as A
 from tests.checks import check_equal, check_tensor, explain
-from tests.test_08_adagrad import adagrad_by_hand, check_training_step_memory
+from tests.test_08_adagrad import ASSUMES, adagrad_by_hand, alone, check_training_step_memory
 
 pytestmark = pytest.mark.problem(8)
 SEE = "handout/08_adagrad.md"
 FLOAT64 = dict(atol=1e-12, rtol=1e-10)
 SHAPES = [(2, 3), (4,), (1, 1, 2)]
+
+
+def check_state_entry(state: dict, index: int, *, inputs: str) -> None:
+    """Fail, naming the premise, where parameter `index`'s state_dict entry has no g2 (§8.2's name)."""
+    entry = state.get(index, {})
+    assert "g2" in entry, explain(f"parameter {index}'s optimizer state has g2 (this test reads g2, the name §8.2 "
+                                  "gives it; see test_adagrad_state_is_named_g2)", inputs=inputs,
+                                  expected="an entry 'g2'", got=sorted(entry), see=f"{SEE} §8.2")
 
 
 def run(steps: int, dtype=torch.float64):
@@ -46,21 +54,32 @@ def test_two_groups_with_missing_gradients():
     grads[1][0] = None
     grads[3][1] = None
     got = A.run_adagrad(params, grads, groups=[{"params": [2, 0], "lr": 0.5}, {"params": [1]}], lr=0.03)
-    expected = adagrad_by_hand(params, grads, [0.5, 0.03, 0.5])[0]
-    inputs = "groups [{params: [p2, p0], lr: 0.5}, {params: [p1]}], AdaGrad(groups, lr=0.03); some gradients None"
+    # Each parameter against itself alone in your AdaGrad with its group's lr, over the steps that gave
+    # it a gradient: what is tested is the groups and the None gradients, not the update rule.
+    expected = [alone(params, grads, 0, 0.5, [0, 2, 3]), alone(params, grads, 1, 0.03, [0, 1, 2]),
+                alone(params, grads, 2, 0.5, [1, 2, 3])]
+    inputs = ("groups [{params: [p2, p0], lr: 0.5}, {params: [p1]}], AdaGrad(groups, lr=0.03); p2.grad is None in "
+              "step 1, p0.grad in step 2, p1.grad in step 4")
     for i, (g, e) in enumerate(zip(got["params"], expected)):
-        check_tensor(g, e, **FLOAT64, what=f"parameter {i} after 4 steps", inputs=inputs, see=f"{SEE} §8.2")
+        check_tensor(g, e, **FLOAT64, what=f"parameter {i} after 4 steps, against it alone in an AdaGrad with its "
+                     f"group's lr over the steps that gave it a gradient ({ASSUMES})", inputs=inputs,
+                     see=f"{SEE} §8.2")
 
 
 @pytest.mark.points(1)
 def test_float32_parameters():
     params, grads = run(3, torch.float32)
     got = A.run_adagrad(params, grads, lr=0.1)
-    expected = adagrad_by_hand([p.double() for p in params], [[g.double() for g in step] for step in grads],
-                               [0.1] * 3)[0]
+    # Against your AdaGrad on the same values in float64: what is tested is that float32 parameters
+    # are updated in float32 as well as float64 ones are, not the update rule.
+    expected = A.run_adagrad([p.double() for p in params], [[g.double() for g in step] for step in grads],
+                             lr=0.1)["params"]
     for i, (g, e) in enumerate(zip(got["params"], expected)):
-        check_tensor(g, e.float(), atol=1e-6, rtol=1e-5, what=f"float32 parameter {i} after 3 steps",
-                     inputs="float32 parameters and gradients, lr=0.1", see=f"{SEE} §8.1")
+        check_equal(g.dtype, torch.float32, what=f"dtype of float32 parameter {i} after 3 steps",
+                    inputs="float32 parameters and gradients, lr=0.1", see=f"{SEE} §8.1")
+        check_tensor(g, e.float(), atol=1e-6, rtol=1e-5, inputs="float32 parameters and gradients, lr=0.1",
+                     what=f"float32 parameter {i} after 3 steps, against your AdaGrad on the same values in float64 "
+                          f"({ASSUMES})", see=f"{SEE} §8.1")
 
 
 @pytest.mark.points(1)
@@ -71,6 +90,7 @@ def test_zero_learning_rate_changes_nothing_but_the_state():
     for i, (g, p) in enumerate(zip(got["params"], params)):
         check_tensor(g, p, what=f"parameter {i} with lr 0", inputs=inputs, see=f"{SEE} §8.1")
     for i in range(len(SHAPES)):
+        check_state_entry(got["state_dict"]["state"], i, inputs=inputs)
         check_tensor(got["state_dict"]["state"][i]["g2"], grads[0][i] ** 2 + grads[1][i] ** 2, **FLOAT64,
                      what=f"g2 of parameter {i}", inputs=inputs, see=f"{SEE} §8.2")
 
@@ -81,6 +101,7 @@ def test_state_is_shaped_and_typed_like_its_parameter():
         params, grads = run(1, dtype)
         state = A.run_adagrad(params, grads, lr=0.1)["state_dict"]["state"]
         for i, p in enumerate(params):
+            check_state_entry(state, i, inputs=f"{dtype} parameters")
             g2 = state[i]["g2"]
             check_equal((tuple(g2.shape), g2.dtype), (tuple(p.shape), p.dtype), what=f"g2 of parameter {i}: "
                         "(shape, dtype) like the parameter", inputs=f"{dtype} parameters", see=f"{SEE} §8.2")
@@ -118,8 +139,9 @@ def test_adagrad_closure_runs_before_the_update():
                                             got="none", see=f"{SEE} §8.2")
     check_tensor(got["seen"], param, what="p as the closure saw it: before the update", inputs=inputs,
                  see=f"{SEE} §8.2")
-    check_tensor(got["param"], param - 0.1 * fresh / torch.sqrt(fresh * fresh + 1e-5), **FLOAT64, inputs=inputs,
-                 what="p after the step: updated with the gradient the closure computed", see=f"{SEE} §8.2")
+    check_tensor(got["param"], A.run_adagrad([param], [[fresh]], lr=0.1)["params"][0], **FLOAT64, inputs=inputs,
+                 what="p after the step: updated with the gradient the closure computed, as your AdaGrad updates "
+                      f"p = [1, -2] given p.grad = [0.5, -0.25] and no closure ({ASSUMES})", see=f"{SEE} §8.2")
 
 
 @pytest.mark.points(1)
@@ -129,13 +151,14 @@ def test_adagrad_keeps_a_separate_state_for_parameters_of_the_same_shape():
     params = [torch.randn(3, 2, dtype=torch.float64) for _ in range(3)]
     grads = [[torch.randn(3, 2, dtype=torch.float64) * (i + 1) for i in range(3)] for _ in range(3)]
     got = A.run_adagrad(params, grads, lr=0.1)
-    expected, g2 = adagrad_by_hand(params, grads, [0.1] * 3)
+    g2 = adagrad_by_hand(params, grads, [0.1] * 3)[1]
     inputs = "three float64 (3, 2) parameters with different gradients, 3 steps, lr=0.1"
     for i in range(3):
+        check_tensor(got["params"][i], alone(params, grads, i, 0.1), **FLOAT64, inputs=inputs, see=f"{SEE} §8.2",
+                     what=f"parameter {i} after 3 steps, against it alone in your AdaGrad ({ASSUMES})")
+        check_state_entry(got["state_dict"]["state"], i, inputs=inputs)
         check_tensor(got["state_dict"]["state"][i]["g2"], g2[i], **FLOAT64, inputs=inputs, see=f"{SEE} §8.2",
                      what=f"g2 of parameter {i}: the sum of its own squared gradients")
-        check_tensor(got["params"][i], expected[i], **FLOAT64, inputs=inputs, see=f"{SEE} §8.2",
-                     what=f"parameter {i} after 3 steps")
 
 
 @pytest.mark.points(1)
@@ -146,17 +169,22 @@ def test_adagrad_reads_each_groups_lr_at_every_step():
     factors = [1.0, 0.5, 0.1, 2.0]
     got = A.run_adagrad(params, grads, groups=[{"params": [0, 2], "lr": 0.3}, {"params": [1]}], lr=0.05,
                         lr_factors=factors)
-    base = [0.3, 0.05, 0.3]
-    expected, g2 = [p.clone() for p in params], [torch.zeros_like(p) for p in params]
+    # Expected from your own AdaGrad without the scheduler: run k + 1 and k steps, and the difference
+    # is step k's move at the group's own lr; with the scheduler each move is scaled by its factor
+    # (AdaGrad's move is the lr times a direction that depends on the gradients alone). So what is
+    # tested is that the lr is read at every step, not the update rule.
+    groups = [{"params": [0, 2], "lr": 0.3}, {"params": [1]}]
+    after = [A.run_adagrad(params, grads[:k], groups=groups, lr=0.05)["params"] for k in range(len(factors) + 1)]
+    expected = [p.clone() for p in params]
     for step, factor in enumerate(factors):
-        for i, g in enumerate(grads[step]):
-            g2[i] = g2[i] + g * g
-            expected[i] = expected[i] - base[i] * factor * g / torch.sqrt(g2[i] + 1e-5)
+        expected = [e + factor * (b - a) for e, a, b in zip(expected, after[step], after[step + 1])]
     inputs = ("groups [{params: [p0, p2], lr: 0.3}, {params: [p1]}], AdaGrad(groups, lr=0.05), then "
               f"LambdaLR(optimizer, lambda step: {factors}[step]): each group's lr times the factor of the step")
     for i, (g, e) in enumerate(zip(got["params"], expected)):
         check_tensor(g, e, **FLOAT64, inputs=inputs, see=f"{SEE} §8.2", what=f"parameter {i} after 4 steps: read "
-                     "group[\"lr\"] at every step (a scheduler changes it between steps), not once in __init__")
+                     "group[\"lr\"] at every step (a scheduler changes it between steps), not once in __init__; "
+                     "expected: the start plus each step's move of your AdaGrad without the scheduler, times the "
+                     "step's factor")
 
 
 @pytest.mark.points(1)

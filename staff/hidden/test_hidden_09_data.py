@@ -17,6 +17,7 @@ import torch
 from adapters import data as A
 from adapters._instrument import resident_bytes
 from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain
+from tests.test_09_data import DTYPE_ELSEWHERE, as_int64
 
 pytestmark = pytest.mark.problem(9)
 SEE = "handout/09_data.md"
@@ -27,14 +28,22 @@ def write(path, tokens: np.ndarray) -> str:
     return str(path)
 
 
-def check_windows(got: dict, tokens: np.ndarray, batch_size: int, context_length: int, inputs: str) -> list[int]:
-    """Both tensors int64 (batch_size, context_length); each row a window of `tokens` (values all
+def check_windows(got: dict, tokens: np.ndarray, batch_size: int, context_length: int, inputs: str,
+                  dtype: bool = False) -> list[int]:
+    """Both tensors (batch_size, context_length), and int64 where `dtype` (else their values are
+    compared as int64: the test of the dtype is another); each row a window of `tokens` (values all
     different) and its targets the window shifted by one. Returns the start of each row."""
     for name in ("inputs", "targets"):
         tensor = got[name]
-        check_equal((type(tensor).__name__, tuple(tensor.shape), tensor.dtype),
-                    ("Tensor", (batch_size, context_length), torch.int64), what=f"{name}: (type, shape, dtype)",
-                    inputs=inputs, see=f"{SEE} §9.2")
+        if dtype:
+            check_equal((type(tensor).__name__, tuple(tensor.shape), tensor.dtype),
+                        ("Tensor", (batch_size, context_length), torch.int64), what=f"{name}: (type, shape, dtype)",
+                        inputs=inputs, see=f"{SEE} §9.2")
+        else:
+            check_equal((type(tensor).__name__, tuple(getattr(tensor, "shape", ()))),
+                        ("Tensor", (batch_size, context_length)), what=f"{name}: (type, shape)", inputs=inputs,
+                        see=f"{SEE} §9.2")
+    got = {name: as_int64(got[name]) for name in ("inputs", "targets")}
     where = {int(v): i for i, v in enumerate(tokens.astype(np.int64))}
     starts = [where.get(int(row[0]), -1) for row in got["inputs"]]
     every = torch.from_numpy(tokens.astype(np.int64))
@@ -42,7 +51,8 @@ def check_windows(got: dict, tokens: np.ndarray, batch_size: int, context_length
         valid = 0 <= start <= len(tokens) - context_length - 1
         window = every[start : start + context_length + 1] if valid else None
         ok = valid and torch.equal(got["inputs"][row], window[:-1]) and torch.equal(got["targets"][row], window[1:])
-        assert ok, explain(f"row {row}: a window of consecutive tokens and the same window shifted by one",
+        assert ok, explain(f"row {row}: a window of consecutive tokens and the same window shifted by one"
+                           + ("" if dtype else f" ({DTYPE_ELSEWHERE})"),
                            inputs=inputs, expected="inputs = data[s : s + L], targets = data[s + 1 : s + L + 1]",
                            got=f"inputs {got['inputs'][row].tolist()}, targets {got['targets'][row].tolist()}",
                            see=f"{SEE} §9.2")
@@ -85,12 +95,22 @@ def test_get_batch_draws_the_first_and_the_last_valid_start(seed_everything):
 
 
 @pytest.mark.points(1)
-def test_get_batch_keeps_every_token_value(seed_everything):
-    for dtype, low in [("uint16", 2**16 - 60), ("uint32", 2**32 - 60), ("int8", -60)]:
+def test_get_batch_keeps_every_token_value(tmp_path, seed_everything):
+    # Token ids that need int64 (past 2**31 and 2**32, and past 2**53, where float64 stops holding
+    # every integer) or are negative, in memory and in token files opened with open_tokens, as a run
+    # reads them (a uint32 or int64 memmap). The one test of Problem 9 besides
+    # test_get_batch_returns_shifted_windows that checks the dtype: 64-bit ids need int64.
+    for dtype, low in [("uint16", 2**16 - 60), ("uint32", 2**32 - 60), ("int8", -60), ("int64", 2**40 + 1)]:
         tokens = np.arange(low, low + 50, dtype=np.int64).astype(dtype)
         got = A.run_get_batch(tokens, 6, 9, "cpu", seed_everything)
         check_windows(got, tokens, 6, 9, f"50 {dtype} tokens from {low} up: values that need 64 bits, or are "
-                      "negative")
+                      "negative", dtype=True)
+    for dtype, low in [("uint32", 2**32 - 80), ("int64", 2**53 + 1)]:
+        tokens = np.arange(low, low + 60, dtype=np.uint64).astype(dtype)
+        path = write(tmp_path / f"ids-{dtype}.bin", tokens)
+        got = A.run_get_batch_from_file(path, dtype, 8, 9, seed_everything)
+        check_windows(got, tokens, 8, 9, f"a {dtype} token file (open_tokens, a memmap) of 60 consecutive ids from "
+                      f"{low} up", dtype=True)
 
 
 @pytest.mark.points(1)
@@ -98,13 +118,17 @@ def test_get_batch_of_one_window_of_the_whole_data(seed_everything):
     tokens = np.arange(10, 30, dtype=np.uint16)
     got = A.run_get_batch(tokens, 1, 19, "cpu", seed_everything)
     inputs = "20 tokens, batch_size=1, context_length=19: one window of every token"
-    check_tensor(got["inputs"], torch.arange(10, 29)[None], what="inputs", inputs=inputs, see=f"{SEE} §9.2")
-    check_tensor(got["targets"], torch.arange(11, 30)[None], what="targets", inputs=inputs, see=f"{SEE} §9.2")
+    check_tensor(as_int64(got["inputs"]), torch.arange(10, 29)[None], what=f"inputs ({DTYPE_ELSEWHERE})",
+                 inputs=inputs, see=f"{SEE} §9.2")
+    check_tensor(as_int64(got["targets"]), torch.arange(11, 30)[None], what=f"targets ({DTYPE_ELSEWHERE})",
+                 inputs=inputs, see=f"{SEE} §9.2")
     # The smallest valid sizes: one example, one token of context (2 tokens, one window).
     got = A.run_get_batch(np.array([7, 9], dtype=np.int32), 1, 1, "cpu", seed_everything)
     inputs = "tokens [7, 9], batch_size=1, context_length=1"
-    check_tensor(got["inputs"], torch.tensor([[7]]), what="inputs", inputs=inputs, see=f"{SEE} §9.2")
-    check_tensor(got["targets"], torch.tensor([[9]]), what="targets", inputs=inputs, see=f"{SEE} §9.2")
+    check_tensor(as_int64(got["inputs"]), torch.tensor([[7]]), what=f"inputs ({DTYPE_ELSEWHERE})", inputs=inputs,
+                 see=f"{SEE} §9.2")
+    check_tensor(as_int64(got["targets"]), torch.tensor([[9]]), what=f"targets ({DTYPE_ELSEWHERE})", inputs=inputs,
+                 see=f"{SEE} §9.2")
 
 
 @pytest.mark.points(1)
@@ -192,13 +216,15 @@ def test_get_batch_without_a_generator_follows_the_global_generator(seed_everyth
 def test_get_batch_keeps_token_ids_past_2_to_the_24_exact(tmp_path, seed_everything):
     # Catches windows converted through float32 (or float16), which holds integers exactly only up
     # to 2**24: past it, neighbouring token ids round to the same value. The last two cases are
-    # token files opened with open_tokens, as a run reads them (a uint32 or int64 memmap).
-    for dtype, low in [("int32", 2**24 - 20), ("int64", 2**40 + 1), ("uint32", 2**31 - 20)]:
+    # token files opened with open_tokens, as a run reads them (a uint32 or int64 memmap). Every id
+    # is below 2**31, so that this test is of float32's rounding alone (ids that need 64 bits are
+    # test_get_batch_keeps_every_token_value's).
+    for dtype, low in [("int32", 2**24 - 20), ("int64", 2**30 + 1), ("uint32", 2**31 - 80)]:
         tokens = np.arange(low, low + 60, dtype=np.int64).astype(dtype)
         got = A.run_get_batch(tokens, 8, 9, "cpu", seed_everything)
         check_windows(got, tokens, 8, 9, f"60 consecutive {dtype} token ids from {low} up (past 2**24, where float32 "
                       "stops holding every integer)")
-    for dtype, low in [("uint32", 2**32 - 80), ("int64", 2**53 + 1)]:
+    for dtype, low in [("uint32", 2**25 + 1), ("int64", 2**31 - 80)]:
         tokens = np.arange(low, low + 60, dtype=np.uint64).astype(dtype)
         path = write(tmp_path / f"ids-{dtype}.bin", tokens)
         got = A.run_get_batch_from_file(path, dtype, 8, 9, seed_everything)
@@ -219,13 +245,14 @@ def test_get_batch_reaches_odd_starts_past_2_to_the_24(tmp_path, seed_everything
     got = A.run_get_batch_from_file(str(path), "uint8", batch_size, context_length, seed_everything)
     inputs = (f"a uint8 token file of 2**25 + 1000 tokens (token p is p % 256), batch_size={batch_size}, "
               f"context_length={context_length}")
-    check_equal((tuple(got["inputs"].shape), got["inputs"].dtype), ((batch_size, context_length), torch.int64),
-                what="inputs (shape, dtype)", inputs=inputs, see=f"{SEE} §9.2")
-    first = got["inputs"][:, :1]
+    check_equal(tuple(got["inputs"].shape), (batch_size, context_length), what="inputs' shape", inputs=inputs,
+                see=f"{SEE} §9.2")
+    first = as_int64(got["inputs"][:, :1])
     steps = torch.arange(context_length + 1)
     expected = torch.cat([first + steps[:-1], first + steps[1:]], dim=1) % 256
-    check_tensor(torch.cat([got["inputs"], got["targets"]], dim=1), expected, what="each row: a window of "
-                 "consecutive tokens (inputs), then the same window shifted by one (targets)", inputs=inputs,
+    check_tensor(as_int64(torch.cat([got["inputs"], got["targets"]], dim=1)), expected, what="each row: a window "
+                 f"of consecutive tokens (inputs), then the same window shifted by one (targets) ({DTYPE_ELSEWHERE})",
+                 inputs=inputs,
                  see=f"{SEE} §9.2")
     odd = int((first % 2).sum()) / batch_size
     assert 0.4 <= odd <= 0.6, explain(

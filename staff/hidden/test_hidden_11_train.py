@@ -9,12 +9,15 @@ PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's sour
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 from adapters import train as A
-from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor
+from adapters._parts import StandInCruncher
+from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain
 from tests.test_11_train import (
     STAND_INS,
     check_loss_falls,
@@ -72,6 +75,20 @@ def test_a_resumed_run_keeps_its_checkpoint_schedule(tmp_path):
     check_equal(saved_files(second), ["step_000008.pt"], inputs=inputs, see=f"{SEE} §11.3",
                 what="the files the resumed run saved (steps 8 is the only multiple of 4 in 5..11)")
     check_equal(len(got["losses"]), 7, inputs=inputs, see=f"{SEE} §11.3", what="losses of the resumed run (steps 4-10)")
+    # Resumed at a step off the schedule (a checkpoint saved every 5 steps, then every 4): the
+    # schedule counts the steps done, not the steps this call ran, so a counter started at the resume
+    # (or len(losses)) saves at the wrong steps, though it is right whenever the resume is on a multiple.
+    config = {"num_steps": 13, "checkpoint_every": 4}
+    third, fourth = tmp_path / "third", tmp_path / "fourth"
+    A.run_train(data, {**config, "num_steps": 5, "checkpoint_every": 5}, checkpoint_dir=str(third), batches=batches)
+    got = A.run_train(data, config, checkpoint_dir=str(fourth), resume_from=str(third / "step_000005.pt"),
+                      batches=batches)
+    inputs = (f"{described(config)}, resumed from step_000005.pt (a run of 5 steps saving every 5) into a new "
+              f"checkpoint_dir, {STAND_INS}")
+    check_equal(saved_files(fourth), ["step_000008.pt", "step_000012.pt"], inputs=inputs, see=f"{SEE} §11.3",
+                what="the files the resumed run saved (8 and 12 are the multiples of 4 in 6..13 steps done; the "
+                     "schedule counts steps done, not the steps since the resume)")
+    check_equal(len(got["losses"]), 8, inputs=inputs, see=f"{SEE} §11.3", what="losses of the resumed run (steps 5-12)")
 
 
 @pytest.mark.points(1)
@@ -99,3 +116,30 @@ def test_step_batch_of_the_only_window(tmp_path):
                  see=f"{SEE} §11.1", what="x: every row is the only window, tokens / vocab_size")
     check_tensor(got["y"], torch.full((3,), 998 / vocab, dtype=torch.float32), rtol=1e-6, inputs=inputs,
                  see=f"{SEE} §11.1", what="y: the token after the window / vocab_size")
+
+
+@pytest.mark.points(1)
+def test_mixed_precision_reports_the_float32_loss(tmp_path):
+    # Catches a loss computed in bfloat16 (the target cast to the prediction's dtype, so that the
+    # subtraction "matches"): y is rounded to 8 significant bits, and the loss and its record are
+    # bfloat16, about 3 significant digits. §11.4: the loss stays float32, from prediction.float().
+    # Expected: the untrained model (a 0-step run, same seed) on step 0's batch, its forward under the
+    # same autocast, the loss computed here in float32. Two models, so that a bfloat16 loss cannot
+    # land within the tolerance of both by chance.
+    data, tokens = token_file(tmp_path / "data"), walk_tokens(20_000, 1024, 0)
+    for config in ({"num_steps": 1, "mixed_precision": True, "seed": 3},
+                   {"num_steps": 1, "mixed_precision": True, "seed": 8, "dim": 10, "num_layers": 3, "batch_size": 7}):
+        batches = walk_batches(config)
+        untrained = A.run_train(data, {**config, "num_steps": 0}, batches=batches)["parameters"]
+        batch = A.run_step_batch(tokens, config, 0, batches=batches)
+        model = StandInCruncher(config.get("dim", 16), config.get("num_layers", 2))
+        model.load_state_dict(untrained)
+        with torch.no_grad(), torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            prediction = model(batch["x"])
+        expected = (prediction.float() - batch["y"]).square().mean().item()
+        got = A.run_train(data, config, batches=batches)["losses"][0]
+        assert math.isclose(got, expected, rel_tol=1e-5), explain(
+            "the first loss of a mixed-precision run: mean((prediction.float() - y) ** 2) in float32, over step 0's "
+            "batch, the forward under torch.autocast(bfloat16) (this test assumes a 0-step run with the same seed "
+            "builds the same model, test_the_seed_decides_the_run's property)",
+            inputs=f"{described(config)}, {STAND_INS}", expected=expected, got=got, see=f"{SEE} §11.4")
