@@ -12,15 +12,6 @@ from pathlib import Path
 DEFAULT_RESULTS, DEFAULT_GPU_RESULTS = Path("results.json"), Path("results-gpu.json")
 
 
-def _sandbox_options(args: argparse.Namespace, jobs: int = 1):
-    from staff.sandbox.layout import SandboxOptions
-    from staff.sandbox.settings import from_arguments
-
-    return SandboxOptions.of(from_arguments(args), gpu=args.gpu, memory_given=args.memory_gib is not None, jobs=jobs,
-                             separate_user=not args.no_separate_user, namespaces=not args.no_namespaces,
-                             landlock=not args.no_landlock, seccomp=not args.no_seccomp, tmpfs=not args.no_tmpfs)
-
-
 def _no_gpu(command: str, hint: str = "") -> bool:
     """Whether this machine lacks the CUDA GPU `staff COMMAND` needs; if so, says so on stderr."""
     import torch
@@ -52,15 +43,14 @@ def _print_protections(protections: dict[str, str]) -> None:
 
 
 def _grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
+    """A function that grades one submission with the settings the options give."""
     from staff.grade import grade
     from staff.sandbox.settings import from_arguments
 
-    settings, sandbox = from_arguments(args), _sandbox_options(args, jobs)
+    settings = from_arguments(args)
 
     def run(submission: Path, on_graded=None):
-        return grade(submission, timeout_s=settings.run_timeout_s, verbose=args.verbose, hidden=not args.no_hidden,
-                     hidden_visibility=settings.hidden_visibility, sandbox=sandbox, in_process=args.in_process,
-                     progress=progress, gpu=args.gpu, on_graded=on_graded)
+        return grade(submission, settings, jobs=jobs, verbose=args.verbose, progress=progress, on_graded=on_graded)
 
     return run
 
@@ -179,26 +169,7 @@ def _add_grade(commands) -> None:
     grade.add_argument("-j", "--jobs", type=int, default=None,
                        help="submissions graded at once (default: cores; 1 with --gpu, which refuses more)")
     grade.add_argument("--force", action="store_true", help="with --batch, grade again what is already graded")
-    grade.add_argument("--no-hidden", action="store_true", help="run the public tests only")
-    grade.add_argument("--in-process", action="store_true",
-                       help="run student code inside the test process (debugging and timing only: NOT safe "
-                       "against a hostile submission)")
-    grade.add_argument("--no-separate-user", action="store_true",
-                       help="as root, do not run student code as a user of its own")
-    grade.add_argument("--no-namespaces", action="store_true", help="no new PID, network and IPC namespaces")
-    grade.add_argument("--no-landlock", action="store_true", help="no Landlock file-access restriction")
-    grade.add_argument("--no-seccomp", action="store_true",
-                       help="no seccomp filter (it refuses sockets but unix pairs, or in a GPU grade internet "
-                            "sockets, and System V IPC, message queues, kernel keys, memfd, io_uring, BPF and "
-                            "access to other processes)")
-    grade.add_argument("--no-tmpfs", action="store_true",
-                       help="as root, no tmpfs mounts: the worker's /tmp is the machine's, and its disk quota is "
-                       "counted after each call instead of enforced by the kernel")
-    grade.add_argument("--gpu", action="store_true",
-                       help="grade only the GPU part (the tests marked cuda) on this machine's GPU, into "
-                       f"{DEFAULT_GPU_RESULTS} (with --batch: OUT/<name>/{DEFAULT_GPU_RESULTS}, which every gradebook "
-                       "written from OUT adds to the CPU grade). Without a GPU it stops at once")
-    add_arguments(grade)  # the grade's settings: staff/sandbox/settings.py
+    add_arguments(grade)  # the grade's settings (limits, protections, --gpu ...): staff/sandbox/settings.py
     add_options(grade)  # --shard, --slurm and theirs: staff/cluster/slurm.py
     grade.add_argument("-v", "--verbose", action="store_true",
                        help="show pytest's own output instead of a progress bar")

@@ -10,7 +10,6 @@ limit) score 0 with a note, so every run ends in a complete result.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -30,9 +29,9 @@ from staff import collected
 from staff.outcomes import Details, Outcome
 from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox import confine, memory, memory_group
-from staff.sandbox.layout import SandboxOptions, Workspace, build, module_names
+from staff.sandbox.layout import Workspace, build, module_names
 from staff.sandbox.removal import remove_tree, scratch_folder
-from staff.sandbox.settings import default
+from staff.sandbox.settings import Settings, default
 from staff.submission import PACKAGE, Intake, SubmissionError, lay_package
 from tests.grading import (
     FAILED,
@@ -40,7 +39,6 @@ from tests.grading import (
     NO_GPU_REASON,
     RECORD_FIELDS,
     SKIPPED,
-    VISIBILITIES,
     GradedTest,
     cuda_available,
     format_table,
@@ -53,7 +51,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SUITE_PARTS = ("adapters", "tests", "pyproject.toml")
 HIDDEN_SUITE = REPO_ROOT / "staff" / "hidden"
 LISTED_TESTS = REPO_ROOT / collected.COLLECTED_FILE  # written by `staff bundle`; absent in the repo
-IMPORT_TIMEOUT_S = default("import_timeout_s")
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
 SUMMARY_CHARS = 8000  # of the text above the points table in results.json
 INTAKE_CHARS = 2000  # of the lines saying which files were graded (names come from the upload)
@@ -156,16 +153,16 @@ def _child_env(pythonpath: Path) -> dict[str, str]:
     return env
 
 
-def import_error(workspace: Path) -> str | None:
+def import_error(workspace: Path, timeout_s: float = default("import_timeout_s")) -> str | None:
     """In-process grading only: import every module of the package in `workspace` in a child process
-    (not confined); the error text, or None."""
+    (not confined) within `timeout_s` seconds; the error text, or None."""
     script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     modules = module_names(workspace / PACKAGE, PACKAGE)
     try:
         done = subprocess.run([sys.executable, "-c", script, *modules], cwd=workspace, env=_child_env(workspace),
-                              capture_output=True, text=True, errors="replace", timeout=IMPORT_TIMEOUT_S)
+                              capture_output=True, text=True, errors="replace", timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        return f"importing {PACKAGE} took longer than {IMPORT_TIMEOUT_S} s (is there work at module level?)"
+        return f"importing {PACKAGE} took longer than {timeout_s:g} s (is there work at module level?)"
     if done.returncode == 0:
         return None
     trace = done.stderr.strip().splitlines()
@@ -387,71 +384,51 @@ def _lay(submission: Path, scratch: Path) -> tuple[Path, Intake | None, str | No
         return package, None, str(error)
 
 
-def grade(
-    submission: Path,
-    timeout_s: float = default("run_timeout_s"),
-    verbose: bool = False,
-    test_timeout_s: float | None = None,
-    *,
-    hidden: bool = True,
-    hidden_visibility: str = default("hidden_visibility"),
-    sandbox: SandboxOptions | None = None,
-    in_process: bool = False,
-    progress: bool = True,
-    problems: set[int] | None = None,
-    gpu: bool = False,
-    on_graded: Callable[[Grade], None] | None = None,
-) -> Grade:
+def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, verbose: bool = False,
+          progress: bool = True, on_graded: Callable[[Grade], None] | None = None) -> Grade:
     """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
 
     Args:
         submission: a folder holding cs336_basics/, that folder, or a zip of either.
-        timeout_s: seconds the whole test run may take.
+        settings: the grade's settings (None: the defaults), see staff/sandbox/settings.py: the time
+            limits, the sandbox's limits and protections, the hidden suite and its visibility, the
+            problems, the GPU part (the public tests marked `cuda`, on this machine's GPU; a CPU grade
+            deselects them, GPU or not, so the two parts add up), in-process grading (debugging and
+            timing only: a hostile submission can forge its grade that way).
+        jobs: grades run at once beside this one (a batch's), which share the CPUs and the memory.
         verbose: stream pytest's output instead of showing a progress bar.
-        test_timeout_s: seconds one test may spend in student code; None keeps the default.
-        hidden: run the hidden suite (staff/hidden) as well as the public one.
-        hidden_visibility: when students see the hidden tests' results (Gradescope's visibility).
-        sandbox: how to confine student code (None: the defaults).
-        in_process: run student code inside the test process instead (debugging and timing only:
-            a hostile submission can forge its grade this way).
         progress: show a progress bar of the tests.
-        problems: run only these problems' tests (None: every problem's).
-        gpu: grade only the GPU part: the public tests marked `cuda` (the hidden suite has none), on
-            this machine's GPU. A CPU grade deselects them, GPU or not, so the two parts add up.
         on_graded: called with the grade once it is made, before the scratch folder is removed (to
             write results.json first: whatever the submission left there cannot delay or lose it).
     """
-    if hidden_visibility not in VISIBILITIES:
-        raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {hidden_visibility!r}")
-    hidden = hidden and HIDDEN_SUITE.is_dir() and not gpu
+    settings = settings if settings is not None else Settings()
+    gpu, problems, in_process, visibility = settings.gpu, settings.problems, settings.in_process, \
+        settings.hidden_visibility
+    hidden = settings.hidden and HIDDEN_SUITE.is_dir() and not gpu
     started = time.monotonic()
     if not in_process:  # a worker of this user (as an ordinary user) cannot read this process's environment or memory
         confine.set_dumpable(False)
-    options = sandbox or SandboxOptions()
-    if test_timeout_s is not None:  # a copy: the caller's options (shared by a batch's grades) stay as they were
-        options = dataclasses.replace(options, test_budget_s=test_timeout_s)
-    if gpu:  # its worker must start CUDA; what that costs the sandbox is in staff/sandbox/confine.py (CUDA_NOTE)
-        options = dataclasses.replace(options, cuda=True)
     # The scratch folder goes however the grade ends, and its removal (of whatever the submission
     # left there: a tree thousands of folders deep, closed folders) never costs the grade.
     with scratch_folder("staff-grade-") as scratch:
         package, intake, problem = _lay(submission, scratch)
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
         # listed them), in the simple layout.
-        confined = None if in_process or problem is not None else options
-        workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined)
+        confined = None if in_process or problem is not None else settings
+        workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined, jobs)
         remove_tree(package)
-        extra = [f"--hidden-visibility={hidden_visibility}", "-m", marker_expression(gpu)]
+        extra = [f"--hidden-visibility={visibility}", "-m", marker_expression(gpu)]
         if in_process:
             if problem is None:
-                problem = import_error(workspace.grader)
-            extra.append(f"--timeout={options.test_budget_s:g}")
-        else:
+                problem = import_error(workspace.grader, settings.import_timeout_s)
+            extra.append(f"--timeout={settings.test_timeout_s:g}")
+        else:  # the sandbox plugin times each test's calls; pytest-timeout is the backstop, worker start included
             extra += ["-p", "staff.sandbox.plugin", "--sandbox", str(workspace.settings),
-                      f"--timeout={options.test_budget_s + options.startup_timeout_s:g}"]
+                      f"--timeout={settings.test_timeout_s + settings.startup_timeout_s:g}"]
         protections, usage = {}, {}
         if problem is None:
-            report, log = run_suite(workspace.grader, _suites(hidden, problems), timeout_s, verbose, extra, progress)
+            report, log = run_suite(workspace.grader, _suites(hidden, problems), settings.run_timeout_s, verbose,
+                                    extra, progress)
             _end_worker_user(workspace.uid)
             tests, outcome, details, never_ran = list(report.tests.values()), report.outcome, report.details, \
                 report.never_ran
@@ -471,7 +448,7 @@ def grade(
                 # The log names hidden tests and holds what the submission printed: the staff see it, not the student.
                 print(f"the test run stopped early; the end of its log:\n{log[-2000:]}", file=sys.stderr)
         else:
-            tests = graded_tests(workspace.grader, hidden, problems, gpu, hidden_visibility)
+            tests = graded_tests(workspace.grader, hidden, problems, gpu, visibility)
             outcome, details, never_ran = Outcome.NOT_LOADED, {"load_error": problem}, {}
             for test in tests:
                 _not_run(test, outcome, details, never_ran)
@@ -494,7 +471,7 @@ def grade(
         peak = memory.peak_bytes()
         if peak is not None:
             usage["memory cgroup peak (all it holds, page cache included)"] = peak
-        table = "" if outcome.grader_failure else "\n".join(format_table(tests, hidden_visibility == "visible"))
+        table = "" if outcome.grader_failure else "\n".join(format_table(tests, visibility == "visible"))
         result = Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
                        protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
                        graded_files=graded_files)

@@ -70,7 +70,7 @@ class Limits:
     life; file size in bytes; processes counts the user's processes and threads; disk is what its
     folders (its own, the tests', and its private /tmp) may hold in all, in bytes and entries."""
 
-    memory_bytes: int | None = int(settings.default("memory_gib") * 2**30)
+    memory_bytes: int | None = int(settings.MEMORY_GIB * 2**30)
     cpu_seconds: int = 1800
     file_bytes: int = 1 << 30
     processes: int = 512
@@ -165,7 +165,8 @@ class Worker:
     """The worker of one submission: a confined zygote (started on first use, and again if it dies)
     and the child it forked to serve calls (forked again after each crash or time-out)."""
 
-    def __init__(self, config: WorkerConfig, config_path: Path, startup_timeout_s: float = 300) -> None:
+    def __init__(self, config: WorkerConfig, config_path: Path,
+                 startup_timeout_s: float = settings.default("startup_timeout_s")) -> None:
         self.config, self.config_path, self.startup_timeout_s = config, config_path, startup_timeout_s
         self.process: subprocess.Popen | None = None  # the launcher; the zygote and children live below it
         self.control: socket.socket | None = None

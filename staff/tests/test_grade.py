@@ -12,6 +12,7 @@ from staff import samples
 from staff.cli import main
 from staff.grade import REPO_ROOT, collect_only, grade
 from staff.gradescope import validate_results
+from staff.sandbox.settings import Settings
 from staff.tests.conftest import BATCH_TIMEOUT_S
 from tests.grading import PROBLEMS
 
@@ -97,9 +98,9 @@ def test_cli_grades_one_submission_and_prints_the_protections(tmp_path, capsys):
 @pytest.mark.slow
 def test_not_a_zip_and_a_missing_package_are_explained(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    assert "neither a folder nor a zip" in grade(tmp_path / "notes.txt", hidden=False).output
+    assert "neither a folder nor a zip" in grade(tmp_path / "notes.txt", Settings(hidden=False)).output
     (tmp_path / "empty").mkdir()
-    assert "no cs336_basics" in grade(tmp_path / "empty", hidden=False).output
+    assert "no cs336_basics" in grade(tmp_path / "empty", Settings(hidden=False)).output
 
 
 @pytest.mark.slow
@@ -107,7 +108,7 @@ def test_a_broken_zip_is_explained(tmp_path):
     archive = tmp_path / "broken.zip"
     samples.zip_folder(samples.stubs(tmp_path / "s").parent, archive)
     archive.write_bytes(archive.read_bytes()[:200] + b"\0" * 100 + archive.read_bytes()[300:])
-    result = grade(archive, hidden=False)
+    result = grade(archive, Settings(hidden=False))
     assert result.score == 0 and "could not read" in result.output
 
 

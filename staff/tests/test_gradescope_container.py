@@ -165,7 +165,8 @@ import json, sys
 from pathlib import Path
 from staff.gradescope import results_json
 from staff.grade import grade
-document = results_json(grade(Path(sys.argv[1]), hidden=False, problems={1}, progress=False))
+from staff.sandbox.settings import Settings
+document = results_json(grade(Path(sys.argv[1]), Settings(hidden=False, problems={1}), progress=False))
 Path(sys.argv[2]).write_text(json.dumps(document))
 """
 # A submission's code that, where it runs, fills its own memory cgroup to just past its limit with less than the
