@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from staff.batch import RESULTS, RESULTS_GPU, Submission, write_gradebook
-from staff.cli import _add_grade, main
+from staff.cli import main
+from staff.commands.grade import register as add_grade_command
 from staff.grade import REPO_ROOT, Grade, grade
 from staff.gradescope import results_json, write_json_atomically
 from staff.sandbox.settings import MEMORY_GIB, Settings, from_arguments
@@ -54,7 +55,7 @@ def test_grade_gpu_without_a_gpu_stops_at_once_and_writes_nothing(tmp_path):
 def memory_limit(*argv: str) -> int | None:
     """The worker's address-space limit, in bytes, that `staff grade ARGV` would set."""
     parser = argparse.ArgumentParser()
-    _add_grade(parser.add_subparsers())
+    add_grade_command(parser.add_subparsers())
     return from_arguments(parser.parse_args(["grade", *argv])).memory_bytes()
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from staff import samples
 from staff.cli import main
-from staff.grade import REPO_ROOT, collect_only, grade
+from staff.grade import REPO_ROOT, grade
 from staff.gradescope import validate_results
 from staff.sandbox.settings import Settings
+from staff.selection import collect_only
 from staff.tests.conftest import BATCH_TIMEOUT_S
 from tests.grading import PROBLEMS
 
@@ -148,7 +149,7 @@ def test_results_output_cannot_be_broken_out_of_its_code_block():
 
 
 def test_a_malformed_grading_report_is_read_around(tmp_path):
-    from staff.grade import read_report
+    from staff.suite_run import read_report
 
     report = tmp_path / "report.jsonl"
     good = {"kind": "collected", "nodeid": "tests/t.py::a", "name": "a", "number": "1.1", "problem": 1, "points": 1.0,

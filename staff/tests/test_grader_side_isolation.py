@@ -91,7 +91,7 @@ def _keep(name: str, how: str):
     import subprocess
     import sys
 
-    from staff.grade import KEEPER
+    from staff.suite_run import KEEPER
 
     return subprocess.Popen([sys.executable, "-I", str(KEEPER), sys.executable, "-c",
                              LEAVE_A_DAEMON.format(name=name), how], start_new_session=True)
@@ -103,7 +103,7 @@ def test_the_keeper_ends_every_process_of_a_run_however_it_ended():
     import signal
     import time
 
-    from staff.grade import _end
+    from staff.suite_run import end_run
     from staff.tests.processes import running_commands
 
     ended = _keep("redteam-keeper-exits", "exit")
@@ -111,7 +111,7 @@ def test_the_keeper_ends_every_process_of_a_run_however_it_ended():
     killed = _keep("redteam-keeper-killed", "sleep")
     time.sleep(3)
     assert any(c.startswith("redteam-keeper-killed") for c in running_commands())  # the daemon was running
-    _end(killed)  # the grader at the run's time limit
+    end_run(killed)  # the grader at the run's time limit
     assert killed.returncode == -signal.SIGKILL
     left = [c for c in running_commands() if c.startswith(("redteam-keeper-exits", "redteam-keeper-killed"))]
     assert not left, f"processes outlived their run: {left}"

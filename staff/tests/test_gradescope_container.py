@@ -147,7 +147,7 @@ def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_pa
 
 
 def test_the_readme_and_the_bundle_state_the_memory_the_grader_enforces():
-    from staff.cli import gradescope_settings
+    from staff.commands.bundle import gradescope_settings
     from staff.grade import REPO_ROOT
 
     readme = (REPO_ROOT / "README.md").read_text()

@@ -135,7 +135,7 @@ def test_staff_grade_prints_public_and_hidden_points_per_problem(tmp_path, monke
         on_graded(made)
         return made
 
-    monkeypatch.setattr("staff.cli._grader", lambda args, progress: grader)
+    monkeypatch.setattr("staff.commands.grade.grader", lambda args, progress: grader)
     (tmp_path / "s").mkdir()
     assert main(["grade", str(tmp_path / "s"), "--out", str(tmp_path / "results.json")]) == 0
     printed = capsys.readouterr().out

@@ -19,10 +19,10 @@ import pytest
 from adapters._text import shown_text
 from staff import samples
 from staff.batch import Submission, grade_one, write_gradebook
-from staff.grade import scrub
 from staff.sandbox import confine, plugin_settings
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import Settings
+from staff.scrub import scrub
 
 SECCOMP_MACHINES = ("x86_64", "aarch64")
 ON_A_FILTERED_MACHINE = sys.platform == "linux" and os.uname().machine in SECCOMP_MACHINES

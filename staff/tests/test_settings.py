@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from staff import autograder
-from staff.cli import _add_grade, main
+from staff.cli import main
 from staff.cluster.slurm import grade_options
+from staff.commands.grade import register as add_grade_command
 from staff.grade import REPO_ROOT
 from staff.sandbox import plugin_settings
 from staff.sandbox.layout import build
@@ -29,7 +30,7 @@ CHOSEN = Settings(run_timeout_s=30, test_timeout_s=7, import_timeout_s=3, startu
 
 def parsed(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    _add_grade(parser.add_subparsers())
+    add_grade_command(parser.add_subparsers())
     return parser.parse_args(["grade", *argv])
 
 
