@@ -49,12 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from staff.grade import grade
         from staff.gradescope import results_json
-        from staff.sandbox.layout import SandboxOptions
         from staff.sandbox.settings import Settings
 
         settings = Settings.load(args.settings) if args.settings.exists() else Settings(run_timeout_s=DEADLINE_S)
-        result = grade(args.root / "submission", timeout_s=settings.run_timeout_s, progress=False,
-                       hidden_visibility=settings.hidden_visibility, sandbox=SandboxOptions.of(settings),
+        result = grade(args.root / "submission", settings, progress=False,
                        on_graded=lambda made: write_json_atomically(results_json(made), results))  # before clean-up
         print(result.output)
         print(f"protections: {result.protections}")

@@ -28,7 +28,8 @@ FILES = Path(__file__).resolve().parent / "autograder_files"
 TOP_FILES = {"setup.sh": FILES / "setup.sh", "run_autograder": FILES / "run_autograder"}
 TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/atomic.py",
         "staff/autograder.py", "staff/collected.py", "staff/grade.py", "staff/gradescope.py", "staff/outcomes.py",
-        "staff/problem_files.py", "staff/submission.py", "staff/upload.py", "staff/sandbox", "staff/hidden"]
+        "staff/problem_files.py", "staff/scrub.py", "staff/selection.py", "staff/submission.py", "staff/suite_run.py",
+        "staff/upload.py", "staff/sandbox", "staff/hidden"]
 SETTINGS_IN_BUNDLE = f"staff/{SETTINGS_FILE.name}"  # beside staff/autograder.py, which reads it
 EXECUTABLE = {"setup.sh", "run_autograder"}
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
@@ -87,7 +88,7 @@ def check(source: Path, files: dict[str, Path]) -> list[str]:
 def graded_test_list(source: Path, hidden_visibility: str) -> str:
     """The tests the bundle's grade runs (public and hidden, no `cuda` test), collected now and keyed
     by what they depend on, so that an unusable upload scores 0 without a collection (`staff.collected`)."""
-    from staff.grade import collect_only, listing_key
+    from staff.selection import collect_only, listing_key
 
     tests = collect_only(source, hidden=True, gpu=False, hidden_visibility=hidden_visibility)
     return dumps(tests, listing_key(source, True, None, False, hidden_visibility))

@@ -13,12 +13,10 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 
 SUBMISSIONS_PER_SHARD = 10  # --shards' default: one task per ten submissions
-FLAGS = ("no_hidden", "in_process", "no_separate_user", "no_namespaces", "no_landlock", "no_seccomp", "no_tmpfs",
-         "force", "gpu", "verbose")  # `staff grade` switches passed on to every task
+FLAGS = ("force", "verbose")  # `staff grade` switches, besides the settings, passed on to every task
 
 
 def add_options(grade: argparse.ArgumentParser) -> None:
@@ -41,14 +39,9 @@ def add_options(grade: argparse.ArgumentParser) -> None:
 
 def grade_options(args: argparse.Namespace) -> list[str]:
     """The options of this `staff grade` that every task's `staff grade --shard` must get too."""
-    from staff.sandbox.settings import Settings
+    from staff.sandbox.settings import from_arguments, to_arguments
 
-    options = [f"--{name.replace('_', '-')}" for name in FLAGS if getattr(args, name, False)]
-    for spec in fields(Settings):
-        value = getattr(args, spec.name, None)
-        if value is not None:
-            options += [spec.metadata["option"], f"{value:g}" if isinstance(value, float) else str(value)]
-    return options
+    return [f"--{name}" for name in FLAGS if getattr(args, name, False)] + to_arguments(from_arguments(args))
 
 
 def refused(args: argparse.Namespace) -> str:
@@ -82,7 +75,7 @@ def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
         if folder == out or folder in out.parents:
             raise BatchError(f"{out} is inside the batch folder {folder}; choose another output folder")
         shards = args.shards or max(1, math.ceil(len(submissions) / SUBMISSIONS_PER_SHARD))
-        job = ArrayJob(folder, out, shards, REPO_ROOT, sys.executable, args.gpu, args.jobs or 2, args.partition,
+        job = ArrayJob(folder, out, shards, REPO_ROOT, sys.executable, bool(args.gpu), args.jobs or 2, args.partition,
                        grade_options(args), args.sbatch)
         script = array_script(job, time.strftime("%Y-%m-%d %H:%M %Z"))
     except (BatchError, ScriptError) as error:

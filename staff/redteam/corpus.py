@@ -76,7 +76,7 @@ class Case:
     folder: Path = field(default=Path(), compare=False)
 
 
-PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs")  # what a case may turn off (SandboxOptions' fields)
+PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs")  # what a case may turn off (Settings switches)
 
 
 def load_cases() -> list[Case]:

@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from staff.redteam.corpus import Case, load_cases
-from staff.sandbox.layout import SandboxOptions
 from staff.sandbox.removal import remove_tree
-from staff.sandbox.worker_config import Limits
+from staff.sandbox.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TEST_BUDGET_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
+TEST_TIMEOUT_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
 IMPORT_TIMEOUT_S = 20.0
-DISK_BYTES = 256 << 20  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
+DISK_GIB = 0.25  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
 ABSTRACT_BUS = "\0cs336-stand-in-session-bus"
 
 
@@ -45,18 +44,21 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
     off, its own visibility of the hidden tests, memory setting and run limit; anything else as it is."""
     from staff.grade import grade
 
-    options = SandboxOptions(test_budget_s=TEST_BUDGET_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1, jobs=2,
-                             limits=Limits(disk_bytes=DISK_BYTES))  # graded two at a time
+    settings = Settings(test_timeout_s=TEST_TIMEOUT_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1,
+                        disk_gib=DISK_GIB)
 
     def grader(path: Path, on_graded=None):
         case = cases.get(path.name.removesuffix(".zip"))
-        off = case.off if case is not None else ()
-        confined = dataclasses.replace(options, **{name: False for name in off})
-        if case is not None and case.memory_gib is not None:
-            confined.limits = dataclasses.replace(options.limits, memory_bytes=int(case.memory_gib * 2**30))
-        visibility = {"hidden_visibility": case.hidden_visibility} if case and case.hidden_visibility else {}
-        limit = {"timeout_s": case.run_timeout_s} if case and case.run_timeout_s else {}
-        return grade(path, sandbox=confined, progress=False, on_graded=on_graded, **visibility, **limit)
+        if case is None:
+            return grade(path, settings, jobs=2, progress=False, on_graded=on_graded)  # graded two at a time
+        chosen = {name: False for name in case.off}
+        if case.memory_gib is not None:
+            chosen["memory_gib"] = case.memory_gib
+        if case.hidden_visibility:
+            chosen["hidden_visibility"] = case.hidden_visibility
+        if case.run_timeout_s:
+            chosen["run_timeout_s"] = case.run_timeout_s
+        return grade(path, dataclasses.replace(settings, **chosen), jobs=2, progress=False, on_graded=on_graded)
 
     return grader
 

@@ -161,13 +161,14 @@ def _neighbour() -> Iterator[list[str]]:
     import tempfile
 
     from staff.grade import SUITE_PARTS
-    from staff.sandbox.layout import SandboxOptions, build
+    from staff.sandbox.layout import build
     from staff.sandbox.removal import remove_tree
+    from staff.sandbox.settings import Settings
 
     scratch = Path(tempfile.mkdtemp(prefix=NEIGHBOUR_PREFIX, dir="/tmp"))
     sleeper = None
     try:
-        workspace = build(scratch, REPO_ROOT, REPO_ROOT / "cs336_basics", SUITE_PARTS, False, SandboxOptions())
+        workspace = build(scratch, REPO_ROOT, REPO_ROOT / "cs336_basics", SUITE_PARTS, False, Settings())
         sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(86400)",
                                     str(workspace.code / "worker.py"), str(workspace.grader / "launch.json")],
                                    stdin=subprocess.DEVNULL)

@@ -11,8 +11,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from staff.grade import collect_only, grade, read_report
+from staff.grade import grade
 from staff.release.proc import ReleaseError, run, uv
+from staff.selection import collect_only
+from staff.suite_run import read_report
 from tests.grading import FAILED, NO_GPU_REASON, SKIPPED, GradedTest
 
 REPORT = ".release-check.jsonl"

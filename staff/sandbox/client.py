@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-from staff.sandbox import memory, memory_group
+from staff.sandbox import memory, memory_group, settings
 from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, WorkerCrashed, memory_failure, status_words
 from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, unread_bytes, write_frame
 from staff.sandbox.keeper import end_everything_below
@@ -42,7 +42,8 @@ class Worker:
     """The worker of one submission: a confined zygote (started on first use, and again if it dies)
     and the child it forked to serve calls (forked again after each crash or time-out)."""
 
-    def __init__(self, config: WorkerConfig, config_path: Path, startup_timeout_s: float = 300) -> None:
+    def __init__(self, config: WorkerConfig, config_path: Path,
+                 startup_timeout_s: float = settings.default("startup_timeout_s")) -> None:
         self.config, self.config_path, self.startup_timeout_s = config, config_path, startup_timeout_s
         self.process: subprocess.Popen | None = None  # the launcher; the zygote and children live below it
         self.control: socket.socket | None = None

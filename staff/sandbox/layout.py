@@ -1,4 +1,4 @@
-"""The folders of one sandboxed grade, and the settings the sandbox plugin reads.
+"""The folders of one sandboxed grade, and the settings the sandbox plugin reads (`plugin_settings`).
 
     SCRATCH/            mode 0711: others may pass through, not look
       grader/           0700, the grader's own: suites, adapters, the plugin, report and log
@@ -22,16 +22,16 @@ environment, and nothing of the grader's.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import shutil
 import stat
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from staff.sandbox.settings import Settings, default
+from staff.sandbox import plugin_settings
+from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
 from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
 
@@ -48,34 +48,6 @@ def library_folders() -> list[str]:
     """The folders of the grader's LD_LIBRARY_PATH that exist (where a GPU machine may keep its driver's
     libraries, which the worker is then given to read)."""
     return [folder for folder in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isdir(folder)]
-
-
-@dataclass
-class SandboxOptions:
-    """How a submission's code is confined; see `staff grade --help`."""
-
-    test_budget_s: float = default("test_timeout_s")  # seconds of calls into student code one test may spend
-    limits: Limits = field(default_factory=Limits)
-    separate_user: bool = True
-    namespaces: bool = True
-    landlock: bool = True
-    seccomp: bool = True
-    tmpfs: bool = True
-    cuda: bool = False  # the worker must start CUDA (a GPU grade; see confine.CUDA_NOTE for what it goes without)
-    threads: int = field(default_factory=lambda: Settings().torch_threads())  # the CPUs this grade may use
-    jobs: int = 1  # grades run at once beside this one, which share the machine's memory (see memory_group)
-    startup_timeout_s: float = 300.0
-    import_timeout_s: float = default("import_timeout_s")
-
-    @classmethod
-    def of(cls, settings: Settings, *, gpu: bool = False, memory_given: bool = True, jobs: int = 1,
-           **protections: bool) -> SandboxOptions:
-        """The options `settings` give (the memory of a GPU grade unlimited unless `memory_given`; torch
-        threads shared among `jobs`), with protections switched off by keyword (namespaces=False, ...)."""
-        limits = Limits(memory_bytes=settings.memory_bytes(gpu=gpu, given=memory_given),
-                        disk_bytes=int(settings.disk_gib * 2**30))
-        return cls(test_budget_s=settings.test_timeout_s, limits=limits, threads=settings.torch_threads(jobs),
-                   import_timeout_s=settings.import_timeout_s, jobs=max(jobs, 1), **protections)
 
 
 @dataclass
@@ -157,10 +129,12 @@ def _for_the_worker_alone(root: Path, gid: int | None) -> None:
 
 
 def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...], hidden: bool,
-          options: SandboxOptions | None) -> Workspace:
-    """Lay out `scratch` for grading the package folder `package` with this tree's suites.
+          settings: Settings | None, jobs: int = 1) -> Workspace:
+    """Lay out `scratch` for grading the package folder `package` with this tree's suites, and write
+    the sandbox plugin's settings from `settings` (`jobs`: grades run at once beside this one, which
+    share the CPUs and the machine's memory).
 
-    With `options` None the layout is the in-process one: `grader/` also holds the package.
+    With `settings` None the layout is the in-process one: `grader/` also holds the package.
     """
     os.chmod(scratch, 0o711)
     grader, code, worker, shared = scratch / "grader", scratch / "code", scratch / "worker", scratch / "shared"
@@ -173,7 +147,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     (staff / "__init__.py").write_text('"""The grader\'s copy of the staff parts a grade needs."""\n')
     if hidden:
         _copy_tree(repo / "staff" / "hidden", staff / "hidden")
-    if options is None:
+    if settings is None:
         _copy_tree(package, grader / "cs336_basics")
         return Workspace(scratch, grader, code, worker, shared, None)
     _copy_tree(repo / "staff" / "sandbox", staff / "sandbox")
@@ -185,7 +159,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     worker.mkdir(mode=0o700)
     shared.mkdir(mode=0o711)
     uid, no_user = None, None
-    if options.separate_user and os.geteuid() == 0:
+    if settings.separate_user and os.geteuid() == 0:
         uid, no_user = _worker_user(worker)
     _for_the_worker_alone(code, uid)
     packages = site_packages()
@@ -194,17 +168,16 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders()],
         devices=DEVICES + sorted(glob.glob("/dev/nvidia*")),
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
-        uid=uid, gid=uid, threads=options.threads, namespaces=options.namespaces, landlock=options.landlock,
-        seccomp=options.seccomp, tmpfs=options.tmpfs, cuda=options.cuda,
-        limits=options.limits)
-    settings = grader / "sandbox.json"
-    settings.write_text(json.dumps({
-        "worker": asdict(config), "launch_config": str(grader / "launch.json"),
-        "startup_timeout_s": options.startup_timeout_s, "test_budget_s": options.test_budget_s,
-        "import_timeout_s": options.import_timeout_s, "modules": module_names(package, "cs336_basics"),
-        "jobs": options.jobs,
-    }))
-    return Workspace(scratch, grader, code, worker, shared, settings, no_user, uid)
+        uid=uid, gid=uid, threads=settings.torch_threads(jobs), namespaces=settings.namespaces,
+        landlock=settings.landlock, seccomp=settings.seccomp, tmpfs=settings.tmpfs,
+        cuda=settings.gpu,  # a GPU grade's worker must start CUDA (see confine.CUDA_NOTE for what it goes without)
+        limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))
+    path = grader / "sandbox.json"
+    plugin_settings.write(plugin_settings.PluginSettings(
+        worker=config, launch_config=str(grader / "launch.json"), startup_timeout_s=settings.startup_timeout_s,
+        test_timeout_s=settings.test_timeout_s, import_timeout_s=settings.import_timeout_s,
+        modules=module_names(package, "cs336_basics"), jobs=max(jobs, 1)), path)
+    return Workspace(scratch, grader, code, worker, shared, path, no_user, uid)
 
 
 def _worker_user(folder: Path) -> tuple[int | None, str | None]:

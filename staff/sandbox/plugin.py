@@ -8,9 +8,9 @@ worker can use, and stops the worker at the end.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.abc
 import itertools
-import json
 import os
 import sys
 from pathlib import Path
@@ -18,12 +18,11 @@ from pathlib import Path
 import pytest
 
 from adapters._route import set_route
-from staff.sandbox import confine, memory, memory_group
+from staff.sandbox import confine, memory, memory_group, plugin_settings
 from staff.sandbox.client import Worker
 from staff.sandbox.keeper import become_subreaper
 from staff.sandbox.layout import PACKAGE, make_shared_folder
 from staff.sandbox.quota import DiskQuota
-from staff.sandbox.worker_config import Limits, WorkerConfig
 from staff.sandbox.worker_route import WorkerRoute
 
 
@@ -39,25 +38,24 @@ class RefuseImport(importlib.abc.MetaPathFinder):
 class Sandbox:
     """The worker, its route, and what the session learned about the submission."""
 
-    def __init__(self, settings: dict) -> None:
-        worker_config = dict(settings["worker"])
-        worker_config["limits"] = Limits(**worker_config["limits"])
-        limit = memory_group.worker_limit(worker_config["limits"].memory_bytes, settings.get("jobs", 1),
+    def __init__(self, settings: plugin_settings.PluginSettings) -> None:
+        config = settings.worker
+        limit = memory_group.worker_limit(config.limits.memory_bytes, settings.jobs,
                                           memory.limit_bytes() or memory_group.machine_bytes())
         group, self.memory_group = memory_group.make(limit)
         if group is not None:
-            worker_config["memory_group"] = str(group)
+            config = dataclasses.replace(config, memory_group=str(group))
             self.memory_group = f"{confine.ON} ({'no limit' if limit is None else f'{limit / 2**30:g} GiB'}, " \
                                 "in-memory files counted)"
-        self.config = WorkerConfig(**worker_config)
-        self.worker = Worker(self.config, Path(settings["launch_config"]), settings["startup_timeout_s"])
+        self.config = config
+        self.worker = Worker(self.config, Path(settings.launch_config), settings.startup_timeout_s)
         self.disk = self._limit_disk()
         quota = None if self.disk.startswith(confine.ON) else DiskQuota(
             [Path(self.config.folder), Path(self.config.shared)], self.config.limits.disk_bytes,
             self.config.limits.disk_files)
-        self.route = WorkerRoute(self.worker, settings["test_budget_s"], quota)
-        self.modules: list[str] = settings["modules"]
-        self.import_timeout_s: float = settings["import_timeout_s"]
+        self.route = WorkerRoute(self.worker, settings.test_timeout_s, quota)
+        self.modules: list[str] = settings.modules
+        self.import_timeout_s: float = settings.import_timeout_s
         self.shared = Path(self.config.shared)
         self.counter = itertools.count()
         self.import_problem: str | None = None
@@ -86,7 +84,8 @@ class Sandbox:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--sandbox", metavar="PATH", default=None,
-                     help="grade with student code in a worker process, as set out in the JSON file PATH")
+                     help="grade with student code in a worker process, as set out in PATH (written by "
+                     "staff.sandbox.plugin_settings.write)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -99,7 +98,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("the grader that started this run has already ended")
     become_subreaper()  # a daemon the worker starts stays below this process, where stop() ends it
     confine.set_dumpable(False)  # a worker of this user (no user of its own) cannot read this process's /proc entries
-    sandbox = Sandbox(json.loads(Path(path).read_text()))
+    try:
+        settings = plugin_settings.read(Path(path))
+    except plugin_settings.PluginSettingsError as error:
+        raise pytest.UsageError(f"the sandbox plugin's settings are not usable: {error}") from None
+    sandbox = Sandbox(settings)
     sys.meta_path.insert(0, RefuseImport())
     set_route(sandbox.route)
     sandbox.worker.spawn()  # it imports torch while this process collects the tests

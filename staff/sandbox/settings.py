@@ -1,11 +1,12 @@
-"""Every setting of a grade, declared once: its default, its command-line option and what it means.
+"""Every setting of a grade, declared once: its name, its default, its command-line option and what it means.
 
-`staff grade`'s options are made from these fields, the sandbox's `Limits` and `SandboxOptions` take
-their defaults from them, and `staff bundle` writes the bundle's choices as a file
-(`staff/settings.json` in the bundle) that the Gradescope autograder reads. A local grade and the
-autograder use the same defaults unless a setting says otherwise (the bundle's run time, for one,
-which must end before Gradescope's own limit). This module lives with the sandbox because the sandbox
-travels into every grade's workspace and into the bundle.
+`staff grade`'s options are made from these fields (`add_arguments`, read back by `from_arguments`;
+`to_arguments` writes the options that give a `Settings` again, for a Slurm task), `grade()` takes
+one `Settings`, the sandbox's worker and plugin get their limits from it, and `staff bundle` writes
+the bundle's choices as a file (`staff/settings.json` in the bundle) that the Gradescope autograder
+reads. A local grade and the autograder use the same defaults unless a setting says otherwise (the
+bundle's run time, for one, which must end before Gradescope's own limit). This module lives with
+the sandbox because the sandbox travels into every grade's workspace and into the bundle.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
+from tests.grading import HIDDEN_VISIBILITY, PROBLEMS, VISIBILITIES
+
+MEMORY_GIB = 8.0  # a CPU grade's address-space limit when --memory-gib is not given (a GPU grade has none)
+_NUMBERS = ("run_timeout_s", "test_timeout_s", "import_timeout_s", "startup_timeout_s", "disk_gib", "threads")
+_SWITCHES = ("hidden", "gpu", "in_process", "separate_user", "namespaces", "landlock", "seccomp", "tmpfs")
 
 
 def _setting(default, option: str, help: str, **argparse_keywords):
@@ -25,30 +30,69 @@ def _setting(default, option: str, help: str, **argparse_keywords):
 
 @dataclass(frozen=True)
 class Settings:
+    """A grade's settings. Seconds end in _s, sizes in GiB end in _gib; a switch whose default is True
+    is turned off by its --no-... option."""
+
     run_timeout_s: float = _setting(
         1800.0, "--timeout", "seconds the whole test run of one submission may take; tests it does not reach score 0")
     test_timeout_s: float = _setting(120.0, "--test-timeout", "seconds one test may spend in the submission's code")
     import_timeout_s: float = _setting(120.0, "--import-timeout",
-                                       "seconds importing the submission's package may take")
-    memory_gib: float = _setting(
-        8.0, "--memory-gib", "address space the student's process may use, GiB, and, where the grader can make "
-        "the worker a memory cgroup, all its processes may hold, in-memory files included (0: unlimited; a GPU "
-        "grade is unlimited unless this is given: the CUDA driver maps far more address space than it uses)")
+                                       "seconds importing the submission's package may take (in-process too)")
+    startup_timeout_s: float = _setting(
+        300.0, "--startup-timeout", "seconds the sandbox's worker may take to start (it imports torch, and in a GPU "
+        "grade starts CUDA) before the grade fails as the grader's own failure")
+    memory_gib: float | None = _setting(
+        None, "--memory-gib", "address space the student's process may use, GiB, and, where the grader can make "
+        "the worker a memory cgroup, all its processes may hold, in-memory files included (0: unlimited; default: "
+        f"{MEMORY_GIB:g} for a CPU grade, unlimited for a GPU grade: the CUDA driver maps far more address space "
+        "than it uses)")
     disk_gib: float = _setting(2.0, "--disk-gib", "what the student's files may take in all, GiB")
     threads: int = _setting(
         0, "--threads", "torch threads of the student's process (0: the CPUs this grade may use, that is the "
         "container's CPU quota or else the cores, shared among the submissions graded at once)")
     hidden_visibility: str = _setting(HIDDEN_VISIBILITY, "--hidden-visibility",
                                       "when students see the hidden tests on Gradescope", choices=VISIBILITIES)
+    problems: tuple[int, ...] | None = _setting(
+        None, "--problems", "grade only these problems' tests, e.g. --problems 1 3 (default: every problem's)")
+    hidden: bool = _setting(True, "--no-hidden", "run the public tests only")
+    gpu: bool = _setting(False, "--gpu", "grade only the GPU part (the public tests marked cuda) on this machine's "
+                         "GPU, into results-gpu.json (with --batch: OUT/<name>/results-gpu.json, which every "
+                         "gradebook written from OUT adds to the CPU grade); a CPU grade leaves those tests out, GPU "
+                         "or not, so the two parts add up. Without a GPU it stops at once")
+    in_process: bool = _setting(False, "--in-process", "run student code inside the test process (debugging and "
+                                "timing only: NOT safe against a hostile submission; the import and test time limits "
+                                "still hold, the sandbox's protections and memory and disk limits do not)")
+    separate_user: bool = _setting(True, "--no-separate-user", "as root, do not run student code as a user of its own")
+    namespaces: bool = _setting(True, "--no-namespaces", "no new PID, network and IPC namespaces")
+    landlock: bool = _setting(True, "--no-landlock", "no Landlock file-access restriction")
+    seccomp: bool = _setting(True, "--no-seccomp", "no seccomp filter (it refuses sockets but unix pairs, or in a "
+                             "GPU grade internet sockets, and System V IPC, message queues, kernel keys, memfd, "
+                             "io_uring, BPF and access to other processes)")
+    tmpfs: bool = _setting(True, "--no-tmpfs", "as root, no tmpfs mounts: the worker's /tmp is the machine's, and its "
+                           "disk quota is counted after each call instead of enforced by the kernel")
 
     def __post_init__(self) -> None:
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            if spec.name == "hidden_visibility":
-                if value not in VISIBILITIES:
-                    raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{spec.name} must be a number of at least 0, got {value!r}")
+        for name in _NUMBERS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a number of at least 0, got {value!r}")
+        if self.memory_gib is not None and (isinstance(self.memory_gib, bool) or
+                                            not isinstance(self.memory_gib, (int, float)) or self.memory_gib < 0):
+            raise ValueError(f"memory_gib must be a number of at least 0 or None, got {self.memory_gib!r}")
+        if isinstance(self.threads, float) and not self.threads.is_integer():
+            raise ValueError(f"threads must be a whole number, got {self.threads!r}")
+        if self.hidden_visibility not in VISIBILITIES:
+            raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {self.hidden_visibility!r}")
+        for name in _SWITCHES:
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.problems is not None:
+            if isinstance(self.problems, (str, bytes)) or not hasattr(self.problems, "__iter__"):
+                raise ValueError(f"problems must be a list of problem numbers or None, got {self.problems!r}")
+            unknown = [n for n in self.problems if isinstance(n, bool) or n not in PROBLEMS]
+            if unknown:
+                raise ValueError(f"problems: no problem {unknown[0]!r}; the problems are {sorted(PROBLEMS)}")
+            object.__setattr__(self, "problems", tuple(sorted(set(self.problems))))  # a set, a list: one form
 
     def torch_threads(self, jobs: int = 1, cpus: float | None = None) -> int:
         """The student's torch threads: the setting, or the CPUs available shared among `jobs`."""
@@ -56,11 +100,14 @@ class Settings:
             return int(self.threads)
         return max(1, int((cpus if cpus is not None else available_cpus()) // max(jobs, 1)))
 
-    def memory_bytes(self, gpu: bool = False, given: bool = True) -> int | None:
-        """The address-space limit in bytes (None: unlimited); a GPU grade's default is unlimited."""
-        if (gpu and not given) or self.memory_gib <= 0:
-            return None
-        return int(self.memory_gib * 2**30)
+    def memory_bytes(self) -> int | None:
+        """The address-space limit in bytes (None: unlimited); without memory_gib, MEMORY_GIB for a CPU
+        grade and unlimited for a GPU grade."""
+        gib = self.memory_gib if self.memory_gib is not None else None if self.gpu else MEMORY_GIB
+        return None if gib is None or gib <= 0 else int(gib * 2**30)
+
+    def disk_bytes(self) -> int:
+        return int(self.disk_gib * 2**30)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -80,7 +127,10 @@ class Settings:
         if not isinstance(data, dict) or set(data) - known:
             raise ValueError(f"{path}: expected a JSON object of {sorted(known)}, got {sorted(data)[:10]}"
                              if isinstance(data, dict) else f"{path}: expected a JSON object of settings")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from error
 
 
 def default(name: str):
@@ -100,23 +150,53 @@ def _at_least_zero(kind: type):
     return convert
 
 
+def _argparse_keywords(spec) -> dict:
+    """How argparse reads setting `spec`: a switch stores the opposite of its default, problems take
+    numbers, a number must be at least 0; every option's default is None (not given)."""
+    extra = {k: v for k, v in spec.metadata.items() if k not in ("option", "help")}
+    if spec.name in _SWITCHES:
+        return {"action": "store_const", "const": not spec.default, **extra}
+    if spec.name == "problems":
+        return {"nargs": "+", "type": int, "choices": sorted(PROBLEMS), "metavar": "N", **extra}
+    if "choices" in extra:
+        return {"type": str, **extra}
+    kind = float if spec.name == "memory_gib" else type(spec.default)
+    metavar = "N" if kind is int else "GIB" if spec.name.endswith("_gib") else "SECONDS"
+    return {"type": _at_least_zero(kind), "metavar": metavar, **extra}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One option per setting, with its default and help."""
+    """One option per setting, with its help (and its default, where the help does not say it)."""
     for spec in fields(Settings):
-        extra = {k: v for k, v in spec.metadata.items() if k not in ("option", "help")}
-        number = isinstance(spec.default, (int, float))
-        shown = f"{spec.default:g}" if number else spec.default
-        metavar = {} if "choices" in extra else {"metavar": "N" if isinstance(spec.default, int) else
-                                                 "GIB" if spec.name.endswith("_gib") else "SECONDS"}
-        parser.add_argument(spec.metadata["option"], dest=spec.name, default=None,
-                            type=_at_least_zero(type(spec.default)) if number else str,
-                            help=f"{spec.metadata['help']} (default: {shown})", **metavar, **extra)
+        help = spec.metadata["help"]
+        if spec.name not in _SWITCHES and "default:" not in help:
+            help = f"{help} (default: {f'{spec.default:g}' if _is_number(spec.default) else spec.default})"
+        parser.add_argument(spec.metadata["option"], dest=spec.name, default=None, help=help,
+                            **_argparse_keywords(spec))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def from_arguments(args: argparse.Namespace) -> Settings:
     """The settings the options give, the defaults for the rest."""
     return Settings(**{spec.name: getattr(args, spec.name) for spec in fields(Settings)
                        if getattr(args, spec.name, None) is not None})
+
+
+def to_arguments(settings: Settings) -> list[str]:
+    """The options that give `settings` (only those that differ from the defaults): what a Slurm
+    task's `staff grade` is given to grade as this one does. `from_arguments` reads them back whole."""
+    given = [spec for spec in fields(Settings) if getattr(settings, spec.name) != spec.default]
+    options = [spec.metadata["option"] for spec in given if spec.name in _SWITCHES]  # the switches first
+    for spec in given:
+        value = getattr(settings, spec.name)
+        if spec.name == "problems":
+            options += [spec.metadata["option"], *map(str, value)]
+        elif spec.name not in _SWITCHES:
+            options += [spec.metadata["option"], f"{value:g}" if isinstance(value, float) else str(value)]
+    return options
 
 
 def available_cpus(proc_self: Path = Path("/proc/self/cgroup"), cgroup_root: Path = Path("/sys/fs/cgroup"),

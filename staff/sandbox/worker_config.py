@@ -19,7 +19,7 @@ class Limits:
     life; file size in bytes; processes counts the user's processes and threads; disk is what its
     folders (its own, the tests', and its private /tmp) may hold in all, in bytes and entries."""
 
-    memory_bytes: int | None = int(settings.default("memory_gib") * 2**30)
+    memory_bytes: int | None = int(settings.MEMORY_GIB * 2**30)
     cpu_seconds: int = 1800
     file_bytes: int = 1 << 30
     processes: int = 512

@@ -37,12 +37,12 @@ class ReplyUnreadable(Exception):
 
 
 class WorkerRoute:
-    """Runs adapter bodies in `worker`, within `test_budget_s` seconds of calls per test."""
+    """Runs adapter bodies in `worker`, within `test_timeout_s` seconds of calls per test."""
 
     runs_here = False
 
-    def __init__(self, worker: Worker, test_budget_s: float, quota: DiskQuota | None = None) -> None:
-        self.worker, self.test_budget_s, self.quota = worker, test_budget_s, quota
+    def __init__(self, worker: Worker, test_timeout_s: float, quota: DiskQuota | None = None) -> None:
+        self.worker, self.test_timeout_s, self.quota = worker, test_timeout_s, quota
         self.test, self.seed, self.used_s = "", 0, 0.0
         self.doomed: str | None = None
         self.echoed = 0  # characters of the worker's output shown in this test
@@ -70,16 +70,16 @@ class WorkerRoute:
                     from None
             except GraderOutOfMemory as shortage:  # recorded by the worker: the grade ends on it
                 raise GraderOutOfMemory(f"{name} was not run: the process for your code {shortage}") from None
-        left = self.test_budget_s - self.used_s
+        left = self.test_timeout_s - self.used_s
         started = time.monotonic()
         request = {"op": "call", "function": f"{function.__module__}:{name}", "args": header, "seed": self.seed,
                    "test": self.test}
         try:
             reply, reply_blobs = self.worker.request(request, blobs, started + left)
         except CallTimedOut:
-            self.doomed = f"an earlier call in this test timed out after {self.test_budget_s:g} s"
+            self.doomed = f"an earlier call in this test timed out after {self.test_timeout_s:g} s"
             self._strike(name, "timed out")
-            raise CallTimedOut(f"{name} timed out after {self.test_budget_s:g} s (the time limit of one test's "
+            raise CallTimedOut(f"{name} timed out after {self.test_timeout_s:g} s (the time limit of one test's "
                                f"calls into your code); is there an endless loop or a very slow step?") from None
         except WorkerCrashed as crash:
             self._strike(name, "crashed")

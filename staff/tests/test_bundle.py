@@ -17,10 +17,11 @@ import pytest
 from staff import autograder, samples
 from staff.bundle import build_bundle, check, planned_files
 from staff.collected import COLLECTED_FILE
-from staff.grade import REPO_ROOT, listing_key
+from staff.grade import REPO_ROOT
 from staff.gradescope import validate_results
 from staff.redteam.corpus import build, judge, load_cases
 from staff.release.proc import ReleaseError
+from staff.selection import listing_key
 from staff.tests import upload_shapes
 from tests.grading import HIDDEN_VISIBILITY
 

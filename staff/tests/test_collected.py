@@ -9,9 +9,11 @@ import zipfile
 
 import pytest
 
-from staff import collected, grade
+from staff import collected, grade, selection
 from staff.bundle import graded_test_list
-from staff.grade import REPO_ROOT, listing_key, scrub
+from staff.grade import REPO_ROOT
+from staff.scrub import scrub
+from staff.selection import listing_key
 from tests.grading import HIDDEN_VISIBILITY
 
 
@@ -29,8 +31,8 @@ def no_collection(monkeypatch, listed):
     def collect(*args, **kwargs):
         raise AssertionError("a pytest collection ran for an unusable upload")
 
-    monkeypatch.setattr(grade, "LISTED_TESTS", listed)
-    monkeypatch.setattr(grade, "collect_only", collect)
+    monkeypatch.setattr(selection, "LISTED_TESTS", listed)
+    monkeypatch.setattr(selection, "collect_only", collect)
 
 
 def _no_machine_path(text: str, *paths) -> None:
@@ -87,9 +89,9 @@ def test_a_list_for_other_suites_or_settings_is_not_used(tmp_path, listed):
 
 def test_a_grade_from_the_repo_without_a_list_still_collects(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(grade, "LISTED_TESTS", tmp_path / "absent.json")
-    monkeypatch.setattr(grade, "collect_only", lambda *args: calls.append(args) or [])
-    assert grade.graded_tests(tmp_path, True, None, False, HIDDEN_VISIBILITY) == [] and len(calls) == 1
+    monkeypatch.setattr(selection, "LISTED_TESTS", tmp_path / "absent.json")
+    monkeypatch.setattr(selection, "collect_only", lambda *args: calls.append(args) or [])
+    assert selection.graded_tests(tmp_path, True, None, False, HIDDEN_VISIBILITY) == [] and len(calls) == 1
 
 
 def test_the_listed_tests_take_the_bundles_hidden_visibility(tmp_path):

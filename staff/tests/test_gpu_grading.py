@@ -13,10 +13,11 @@ import torch
 
 from staff.batch import RESULTS, RESULTS_GPU, Submission
 from staff.batch_report import write_gradebook
-from staff.cli import _add_grade, _sandbox_options, main
+from staff.cli import main
+from staff.commands.grade import register as add_grade_command
 from staff.grade import REPO_ROOT, Grade, grade
 from staff.gradescope import results_json, write_json_atomically
-from staff.sandbox.settings import default
+from staff.sandbox.settings import MEMORY_GIB, Settings, from_arguments
 from tests.grading import FAILED, PASSED, GradedTest
 
 
@@ -55,8 +56,8 @@ def test_grade_gpu_without_a_gpu_stops_at_once_and_writes_nothing(tmp_path):
 def memory_limit(*argv: str) -> int | None:
     """The worker's address-space limit, in bytes, that `staff grade ARGV` would set."""
     parser = argparse.ArgumentParser()
-    _add_grade(parser.add_subparsers())
-    return _sandbox_options(parser.parse_args(["grade", *argv])).limits.memory_bytes
+    add_grade_command(parser.add_subparsers())
+    return from_arguments(parser.parse_args(["grade", *argv])).memory_bytes()
 
 
 def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_path, capsys):
@@ -68,7 +69,7 @@ def test_grade_gpu_refuses_parallel_jobs_and_lifts_the_address_space_limit(tmp_p
         assert "one at a time" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     assert memory_limit("--gpu") is None and memory_limit("--gpu", "--memory-gib", "4") == 4 << 30
-    assert memory_limit() == default("memory_gib") * 2**30
+    assert memory_limit() == MEMORY_GIB * 2**30
 
 
 def test_validate_gpu_grades_without_the_address_space_limit(monkeypatch):
@@ -78,16 +79,16 @@ def test_validate_gpu_grades_without_the_address_space_limit(monkeypatch):
 
     seen = []
     monkeypatch.setattr(run, "_grade", lambda key, kind, problem, problems, build_into, options, gpu:
-                        seen.append((options.limits.memory_bytes, gpu)) or run.Outcome(key, kind, problem))
+                        seen.append((options.memory_bytes(), gpu)) or run.Outcome(key, kind, problem))
     run.validate([], jobs=1, progress=False, gpu=True)
     run.validate([], jobs=1, progress=False, gpu=False)
-    assert seen == [(None, True), (default("memory_gib") * 2**30, False)]
+    assert seen == [(None, True), (MEMORY_GIB * 2**30, False)]
 
 
 @pytest.mark.slow
 def test_the_gpu_part_runs_only_the_cuda_tests(tmp_path):
     # Catches a GPU grade that runs the CPU tests again (their points would count twice) or the hidden suite.
-    result = grade(REPO_ROOT, in_process=True, progress=False, gpu=True)
+    result = grade(REPO_ROOT, Settings(in_process=True, gpu=True), progress=False)
     assert result.tests and all(t.needs_cuda and not t.hidden for t in result.tests)
     problems = {t.problem for t in result.tests}
     assert {1, 4, 8, 9, 11} <= problems
@@ -101,7 +102,7 @@ def test_a_broken_submission_scores_0_on_the_gpu_part_alone(tmp_path):
     # gradebook would add their points to the GPU part's maximum.
     (tmp_path / "cs336_basics").mkdir()
     (tmp_path / "cs336_basics" / "__init__.py").write_text("this is not python\n")
-    result = grade(tmp_path, in_process=True, progress=False, gpu=True)
+    result = grade(tmp_path, Settings(in_process=True, gpu=True), progress=False)
     assert result.output.startswith("Your submission could not be loaded")
     assert result.tests and all(t.needs_cuda for t in result.tests)
 
@@ -114,9 +115,9 @@ def test_a_cpu_grade_on_a_machine_that_reports_a_gpu_leaves_the_cuda_tests_out(t
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     (tmp_path / "cs336_basics").mkdir()
     (tmp_path / "cs336_basics" / "__init__.py").write_text("this is not python\n")
-    broken = grade(tmp_path, in_process=True, progress=False, hidden=False)
+    broken = grade(tmp_path, Settings(in_process=True, hidden=False), progress=False)
     assert broken.tests and not [t.name for t in broken.tests if t.needs_cuda]
-    ran = grade(REPO_ROOT, in_process=True, progress=False, hidden=False, problems={1})
+    ran = grade(REPO_ROOT, Settings(in_process=True, hidden=False, problems={1}), progress=False)
     assert ran.tests and not [t.name for t in ran.tests if t.needs_cuda]
     assert all(t.status == "passed" for t in ran.tests)
 

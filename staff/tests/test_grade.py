@@ -10,8 +10,10 @@ import pytest
 
 from staff import samples
 from staff.cli import main
-from staff.grade import REPO_ROOT, collect_only, grade
+from staff.grade import REPO_ROOT, grade
 from staff.gradescope import validate_results
+from staff.sandbox.settings import Settings
+from staff.selection import collect_only
 from staff.tests.conftest import BATCH_TIMEOUT_S
 from tests.grading import PROBLEMS
 
@@ -97,9 +99,9 @@ def test_cli_grades_one_submission_and_prints_the_protections(tmp_path, capsys):
 @pytest.mark.slow
 def test_not_a_zip_and_a_missing_package_are_explained(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    assert "neither a folder nor a zip" in grade(tmp_path / "notes.txt", hidden=False).output
+    assert "neither a folder nor a zip" in grade(tmp_path / "notes.txt", Settings(hidden=False)).output
     (tmp_path / "empty").mkdir()
-    assert "no cs336_basics" in grade(tmp_path / "empty", hidden=False).output
+    assert "no cs336_basics" in grade(tmp_path / "empty", Settings(hidden=False)).output
 
 
 @pytest.mark.slow
@@ -107,7 +109,7 @@ def test_a_broken_zip_is_explained(tmp_path):
     archive = tmp_path / "broken.zip"
     samples.zip_folder(samples.stubs(tmp_path / "s").parent, archive)
     archive.write_bytes(archive.read_bytes()[:200] + b"\0" * 100 + archive.read_bytes()[300:])
-    result = grade(archive, hidden=False)
+    result = grade(archive, Settings(hidden=False))
     assert result.score == 0 and "could not read" in result.output
 
 
@@ -147,7 +149,7 @@ def test_results_output_cannot_be_broken_out_of_its_code_block():
 
 
 def test_a_malformed_grading_report_is_read_around(tmp_path):
-    from staff.grade import read_report
+    from staff.suite_run import read_report
 
     report = tmp_path / "report.jsonl"
     good = {"kind": "collected", "nodeid": "tests/t.py::a", "name": "a", "number": "1.1", "problem": 1, "points": 1.0,

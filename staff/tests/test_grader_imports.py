@@ -23,7 +23,8 @@ def imported_after(code: str) -> list[str]:
 def test_the_graders_modules_import_no_torch():
     # Mistake this catches: `import torch` at the top of staff/grade.py, tests/grading.py (the points plugin,
     # which the grader reads for its records) or adapters/__init__.py (its start-up speed-up).
-    modules = ["staff.autograder", "staff.grade", "staff.batch", "staff.gradescope", "staff.submission",
+    modules = ["staff.autograder", "staff.grade", "staff.suite_run", "staff.selection", "staff.scrub", "staff.batch",
+               "staff.gradescope", "staff.submission",
                "staff.sandbox.memory", "staff.sandbox.layout", "tests.grading", "adapters._text"]
     assert imported_after("\n".join(f"import {m}" for m in modules)) == []
 

@@ -91,7 +91,7 @@ def _keep(name: str, how: str):
     import subprocess
     import sys
 
-    from staff.grade import KEEPER
+    from staff.suite_run import KEEPER
 
     return subprocess.Popen([sys.executable, "-I", str(KEEPER), sys.executable, "-c",
                              LEAVE_A_DAEMON.format(name=name), how], start_new_session=True)
@@ -103,7 +103,7 @@ def test_the_keeper_ends_every_process_of_a_run_however_it_ended():
     import signal
     import time
 
-    from staff.grade import _end
+    from staff.suite_run import end_run
     from staff.tests.processes import running_commands
 
     ended = _keep("redteam-keeper-exits", "exit")
@@ -111,7 +111,7 @@ def test_the_keeper_ends_every_process_of_a_run_however_it_ended():
     killed = _keep("redteam-keeper-killed", "sleep")
     time.sleep(3)
     assert any(c.startswith("redteam-keeper-killed") for c in running_commands())  # the daemon was running
-    _end(killed)  # the grader at the run's time limit
+    end_run(killed)  # the grader at the run's time limit
     assert killed.returncode == -signal.SIGKILL
     left = [c for c in running_commands() if c.startswith(("redteam-keeper-exits", "redteam-keeper-killed"))]
     assert not left, f"processes outlived their run: {left}"
@@ -148,14 +148,15 @@ def test_a_grades_code_folder_is_readable_by_its_own_worker_alone(tmp_path):
 
     from staff import samples
     from staff.grade import SUITE_PARTS
-    from staff.sandbox.layout import SandboxOptions, build
+    from staff.sandbox.layout import build
     from staff.sandbox.removal import scratch_folder
+    from staff.sandbox.settings import Settings
 
     if os.geteuid() != 0:
         pytest.skip("a worker user of its own exists only where the grader is root")
     package = samples.reference(tmp_path / "submission")
     with scratch_folder("staff-test-") as scratch:  # in /tmp, as a grade's: every user may pass through
-        workspace = build(scratch, samples.REPO_ROOT, package, SUITE_PARTS, False, SandboxOptions())
+        workspace = build(scratch, samples.REPO_ROOT, package, SUITE_PARTS, False, Settings())
         assert workspace.uid is not None
         for folder, _, files in os.walk(workspace.code):
             for path in (folder, *(os.path.join(folder, name) for name in files)):
@@ -172,13 +173,14 @@ def test_the_grade_is_delivered_before_its_scratch_folder_is_removed(tmp_path, m
     # Mistake: results.json written only once grade() has returned, after the clean-up: a clean-up
     # that takes long (or a grader killed during it) delays or loses a grade that was already made.
     from staff.grade import grade
+    from staff.sandbox.settings import Settings
 
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(temporary))
     (tmp_path / "empty").mkdir()  # no package: the grade is made without running anything
     seen = []
-    made = grade(tmp_path / "empty", progress=False, hidden=False,
+    made = grade(tmp_path / "empty", Settings(hidden=False), progress=False,
                  on_graded=lambda result: seen.append((result, [p.name for p in temporary.iterdir()])))
     assert len(seen) == 1 and seen[0][0] is made
     assert any(name.startswith("staff-grade-") for name in seen[0][1]), "delivered after the clean-up"

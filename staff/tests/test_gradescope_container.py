@@ -155,7 +155,7 @@ def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_pa
 
 
 def test_the_readme_and_the_bundle_state_the_memory_the_grader_enforces():
-    from staff.cli import gradescope_settings
+    from staff.commands.bundle import gradescope_settings
     from staff.grade import REPO_ROOT
 
     readme = (REPO_ROOT / "README.md").read_text()
@@ -173,7 +173,8 @@ import json, sys
 from pathlib import Path
 from staff.gradescope import results_json
 from staff.grade import grade
-document = results_json(grade(Path(sys.argv[1]), hidden=False, problems={1}, progress=False))
+from staff.sandbox.settings import Settings
+document = results_json(grade(Path(sys.argv[1]), Settings(hidden=False, problems={1}), progress=False))
 Path(sys.argv[2]).write_text(json.dumps(document))
 """
 # A submission's code that, where it runs, fills its own memory cgroup to just past its limit with less than the

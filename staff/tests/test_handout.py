@@ -11,7 +11,8 @@ import pytest
 
 from staff.check import CHECKS, fix_stated, report, run_checks
 from staff.cli import main
-from staff.grade import REPO_ROOT, collect_only
+from staff.grade import REPO_ROOT
+from staff.selection import collect_only
 from staff.stated import Totals
 from tests.grading import PROBLEMS
 

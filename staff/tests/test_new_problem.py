@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from staff.grade import REPO_ROOT, collect_only
+from staff.grade import REPO_ROOT
 from staff.new_problem import TODO, NewProblem, ScaffoldError, scaffold, validate
+from staff.selection import collect_only
 from tests.grading import PROBLEMS
 
 # The scaffold's trial problem: the next free number, whatever problems exist (a term adds its own).

@@ -15,6 +15,7 @@ from staff.cli import main
 from staff.grade import Grade, grade
 from staff.gradescope import results_json, validate_results, write_json_atomically
 from staff.outcomes import Outcome
+from staff.sandbox.settings import Settings
 from tests.grading import FAILED, PASSED, GradedTest
 
 
@@ -64,7 +65,7 @@ def test_a_test_process_that_ends_midway_is_an_outcome_with_its_exit_code(tmp_pa
     package = samples.reference(tmp_path / "s")
     signature = "def bytes_per_parameter(optimizer: str, precision: str) -> int:\n"
     samples.replace_in(package / "dtype_memory.py", signature, f"{signature}    import os\n    os._exit(3)\n")
-    result = grade(tmp_path / "s", in_process=True, progress=False, hidden=False, problems={1})
+    result = grade(tmp_path / "s", Settings(in_process=True, hidden=False, problems={1}), progress=False)
     assert (result.outcome, result.details) == (Outcome.PROCESS_ENDED, {"exit_code": 3})
     assert result.output.startswith("The test run stopped early: the test process ended (exit code 3) stopped the run.")
     unfinished = [t for t in result.tests if t.nodeid in result.never_ran]
@@ -135,7 +136,7 @@ def test_staff_grade_prints_public_and_hidden_points_per_problem(tmp_path, monke
         on_graded(made)
         return made
 
-    monkeypatch.setattr("staff.cli._grader", lambda args, progress: grader)
+    monkeypatch.setattr("staff.commands.grade.grader", lambda args, progress: grader)
     (tmp_path / "s").mkdir()
     assert main(["grade", str(tmp_path / "s"), "--out", str(tmp_path / "results.json")]) == 0
     printed = capsys.readouterr().out

@@ -19,11 +19,11 @@ import torch
 from adapters import _codec, _remote_error
 from staff.batch import Submission
 from staff.batch_report import Row, spreadsheet_safe, write_csv
-from staff.grade import scrub, share_output
 from staff.sandbox.frames import MAGIC, FrameError, PipeClosed, read_frame, write_frame
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.leftovers import ipc_objects, remove_leftovers
 from staff.sandbox.quota import DiskQuota
+from staff.scrub import scrub, share_output
 from tests.checks import write_new_file
 from tests.failure_output import failure_text
 from tests.grading import GradedTest

@@ -20,10 +20,10 @@ from adapters._text import shown_text
 from staff import samples
 from staff.batch import Submission, grade_one
 from staff.batch_report import write_gradebook
-from staff.grade import scrub
-from staff.sandbox import confine, syscall_filter, syscalls
-from staff.sandbox.layout import SandboxOptions
+from staff.sandbox import confine, plugin_settings, syscall_filter, syscalls
 from staff.sandbox.removal import remove_tree, scratch_folder
+from staff.sandbox.settings import Settings
+from staff.scrub import scrub
 
 SECCOMP_MACHINES = ("x86_64", "aarch64")
 ON_A_FILTERED_MACHINE = sys.platform == "linux" and os.uname().machine in SECCOMP_MACHINES
@@ -105,17 +105,17 @@ def test_a_gpu_grade_asks_for_a_worker_that_can_start_cuda(tmp_path, monkeypatch
     asked = []
     real_build = grading.build
 
-    def build(scratch, repo, package, parts, hidden, confined):
-        asked.append(confined)
-        return real_build(scratch, repo, package, parts, hidden, confined)
+    def build(*args):  # the real layout; what it tells the sandbox plugin is read back as the plugin reads it
+        workspace = real_build(*args)
+        asked.append(plugin_settings.read(workspace.settings).worker)
+        return workspace
 
     monkeypatch.setattr(grading, "build", build)
     samples.stubs(tmp_path)
     for gpu in (True, False):
-        grading.grade(tmp_path, hidden=False, problems={1}, gpu=gpu, progress=False,
-                      sandbox=SandboxOptions(test_budget_s=10.0))
-    assert [options.cuda for options in asked] == [True, False]
-    assert all(options.landlock and options.namespaces and options.seccomp for options in asked)
+        grading.grade(tmp_path, Settings(hidden=False, problems={1}, gpu=gpu, test_timeout_s=10.0), progress=False)
+    assert [worker.cuda for worker in asked] == [True, False]
+    assert all(worker.landlock and worker.namespaces and worker.seccomp for worker in asked)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="new namespaces are made as root here")

@@ -1,34 +1,115 @@
-"""A grade's settings, declared once (staff/sandbox/settings.py): the command line, the sandbox, the
-bundle and the Gradescope autograder all take them from there."""
+"""A grade's settings, declared once (staff/sandbox/settings.py): the command line, grade(), the
+sandbox's worker and plugin, the Slurm tasks, the bundle and the Gradescope autograder all take
+them from there, each setting under one name."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from staff import autograder
-from staff.cli import _add_grade, _sandbox_options
-from staff.sandbox.layout import SandboxOptions
-from staff.sandbox.settings import Settings, available_cpus, default, from_arguments
+from staff.cli import main
+from staff.cluster.slurm import grade_options
+from staff.commands.grade import register as add_grade_command
+from staff.grade import REPO_ROOT
+from staff.sandbox import plugin_settings
+from staff.sandbox.layout import build
+from staff.sandbox.settings import MEMORY_GIB, Settings, available_cpus, from_arguments, to_arguments
+from tests.grading import PROBLEMS
+
+# Every setting away from its default: what a TA may give on the command line.
+CHOSEN = Settings(run_timeout_s=30, test_timeout_s=7, import_timeout_s=3, startup_timeout_s=11, memory_gib=2,
+                  disk_gib=1, threads=3, hidden_visibility="visible", problems={2, 1}, hidden=False, gpu=True,
+                  in_process=True, separate_user=False, namespaces=False, landlock=False, seccomp=False, tmpfs=False)
 
 
 def parsed(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    _add_grade(parser.add_subparsers())
+    add_grade_command(parser.add_subparsers())
     return parser.parse_args(["grade", *argv])
 
 
-def test_the_command_line_takes_its_defaults_and_options_from_the_settings():
-    # Mistake this catches: an option whose default is declared again in the CLI and drifts from the sandbox's.
+def test_every_setting_has_an_option_and_reaches_a_slurm_task_whole():
+    # Mistakes this catches: a setting with no option, or one the options do not read back; a Slurm task's
+    # `staff grade` given fewer settings than the one that submitted it (a switch forwarded under an old name).
+    assert all(getattr(CHOSEN, spec.name) != spec.default for spec in fields(Settings)), "CHOSEN misses a setting"
     assert from_arguments(parsed()) == Settings()
+    given = parsed(*to_arguments(CHOSEN))
+    assert from_arguments(given) == CHOSEN
+    assert from_arguments(parsed(*grade_options(given))) == CHOSEN
     assert from_arguments(parsed("--timeout", "30", "--threads", "3", "--hidden-visibility", "visible")) == \
         Settings(run_timeout_s=30, threads=3, hidden_visibility="visible")
-    options = _sandbox_options(parsed("--test-timeout", "7", "--disk-gib", "1"))
-    assert (options.test_budget_s, options.limits.disk_bytes) == (7, 1 << 30)
-    assert options.limits.memory_bytes == default("memory_gib") * 2**30 == SandboxOptions().limits.memory_bytes
+
+
+def test_every_setting_of_the_sandbox_reaches_the_plugin_as_given(tmp_path):
+    # Mistakes this catches: the layout writing a setting of its own (the worker's start-up limit fixed at
+    # 300 s, the import limit at its default) instead of the one given; a protection switched off on the
+    # command line but not in the worker's configuration.
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "__init__.py").touch()
+    (tmp_path / "scratch").mkdir()
+    settings = from_arguments(parsed(*to_arguments(CHOSEN)))
+    workspace = build(tmp_path / "scratch", REPO_ROOT, package, ("adapters",), False, settings, jobs=2)
+    told = plugin_settings.read(workspace.settings)
+    assert (told.test_timeout_s, told.import_timeout_s, told.startup_timeout_s, told.jobs) == (7, 3, 11, 2)
+    worker = told.worker
+    assert (worker.limits.memory_bytes, worker.limits.disk_bytes, worker.threads) == (2 << 30, 1 << 30, 3)
+    assert not (worker.namespaces or worker.landlock or worker.seccomp or worker.tmpfs) and worker.cuda
+    assert told.modules == ["cs336_basics"]
+
+
+def test_the_memory_limit_defaults_by_the_part_graded():
+    assert Settings().memory_bytes() == MEMORY_GIB * 2**30 and Settings(gpu=True).memory_bytes() is None
+    assert Settings(gpu=True, memory_gib=4).memory_bytes() == 4 << 30 and Settings(memory_gib=0).memory_bytes() is None
+
+
+def _slow_to_import(folder: Path) -> Path:
+    (folder / "cs336_basics").mkdir(parents=True)
+    (folder / "cs336_basics" / "__init__.py").write_text("import time\ntime.sleep(20)\n")
+    return folder
+
+
+@pytest.mark.parametrize("mode", [pytest.param(["--in-process"], id="in-process"),
+                                  pytest.param([], id="sandboxed", marks=pytest.mark.slow)])  # 40 s on 2 busy cores
+def test_the_import_limit_given_on_the_command_line_holds_in_either_mode(tmp_path, mode):
+    # Mistake this catches: `--in-process` importing the package under its own fixed limit (120 s), not
+    # --import-timeout's (or the sandbox plugin given the default instead of the option).
+    out = tmp_path / "results.json"
+    argv = ["grade", str(_slow_to_import(tmp_path / "upload")), "--out", str(out), "--no-hidden", "--problems",
+            str(min(PROBLEMS)), "--import-timeout", "2", "--threads", "1", *mode]
+    assert main(argv) == 0
+    output = json.loads(out.read_text())["output"]
+    assert "longer than 2 s" in output and "could not be loaded" in output, output[:500]
+
+
+def test_the_plugin_refuses_a_settings_file_it_does_not_understand(tmp_path):
+    # Mistakes this catches: an unknown key (a setting written under another name) or a missing one read
+    # as a default without a word; a value of the wrong type carried into the worker.
+    package = tmp_path / "package"
+    package.mkdir()
+    (tmp_path / "scratch").mkdir()
+    path = build(tmp_path / "scratch", REPO_ROOT, package, ("adapters",), False, Settings()).settings
+    written = json.loads(path.read_text())
+    assert plugin_settings.read(path) == plugin_settings.read(path)  # it reads its own file
+    for change, named in [({"test_budget_s": 5}, r"unknown key\(s\) \['test_budget_s'\]"),
+                          ({"startup_timeout_s": None}, r"startup_timeout_s: expected float"),
+                          ({"worker": {**written["worker"], "limits": {**written["worker"]["limits"], "disk_bytes":
+                                                                       "2G"}}}, r"worker\.limits\.disk_bytes")]:
+        path.write_text(json.dumps({**written, **change}))
+        with pytest.raises(plugin_settings.PluginSettingsError, match=named):
+            plugin_settings.read(path)
+    path.write_text(json.dumps({k: v for k, v in written.items() if k != "import_timeout_s"}))
+    with pytest.raises(plugin_settings.PluginSettingsError, match=r"missing key\(s\) \['import_timeout_s'\]"):
+        plugin_settings.read(path)
+    path.write_text("{")
+    with pytest.raises(plugin_settings.PluginSettingsError, match="cannot read"):
+        plugin_settings.read(path)
 
 
 @pytest.mark.parametrize("argv", [("--threads", "-1"), ("--timeout", "-5"), ("--memory-gib", "x")])
@@ -72,30 +153,24 @@ def test_settings_files_round_trip_and_bad_ones_are_refused(tmp_path):
     path.write_text('{"run_timeout_s": -5}')
     with pytest.raises(ValueError, match="at least 0"):
         Settings.load(path)
+    path.write_text('{"problems": [99]}')
+    with pytest.raises(ValueError, match="no problem 99"):
+        Settings.load(path)
 
 
 def test_the_autograder_grades_with_the_bundles_settings(tmp_path, monkeypatch):
     # Mistake this catches: the autograder ignoring the file `staff bundle` wrote (its deadline and visibility).
-    seen = {}
-    monkeypatch.setattr("staff.grade.grade", lambda submission, **kwargs: seen.update(kwargs) or 1 / 0)
+    seen = []
+    monkeypatch.setattr("staff.grade.grade", lambda submission, settings, **kwargs: seen.append(settings) or 1 / 0)
     settings = tmp_path / "settings.json"
-    settings.write_text(Settings(run_timeout_s=123, hidden_visibility="visible", test_timeout_s=9).to_json())
+    chosen = Settings(run_timeout_s=123, hidden_visibility="visible", test_timeout_s=9)
+    settings.write_text(chosen.to_json())
     (tmp_path / "submission").mkdir()
     assert autograder.main(["--root", str(tmp_path), "--settings", str(settings)]) == 1  # 1/0: the grader "failed"
-    assert (seen["timeout_s"], seen["hidden_visibility"], seen["sandbox"].test_budget_s) == (123, "visible", 9)
+    assert seen == [chosen]
     seen.clear()
     assert autograder.main(["--root", str(tmp_path), "--settings", str(tmp_path / "none.json")]) == 1
-    assert seen["timeout_s"] == autograder.DEADLINE_S
-
-
-def test_grade_leaves_its_callers_options_as_they_were(tmp_path):
-    # Mistake this catches: grade() writing the per-test budget into options a batch shares between grades.
-    from staff.grade import grade
-
-    options = SandboxOptions(test_budget_s=50)
-    (tmp_path / "empty").mkdir()
-    grade(tmp_path / "empty", sandbox=options, test_timeout_s=5, progress=False)
-    assert options.test_budget_s == 50
+    assert seen == [Settings(run_timeout_s=autograder.DEADLINE_S)]
 
 
 def test_the_bundle_writes_its_settings_as_a_file(autograder_root: Path):

@@ -10,7 +10,8 @@ import pytest
 
 from staff.grade import REPO_ROOT
 from staff.sandbox import layout, uids
-from staff.sandbox.layout import SandboxOptions, build
+from staff.sandbox.layout import build
+from staff.sandbox.settings import Settings
 from staff.sandbox.uids import (
     FULL_MAP,
     SANDBOX_UID_BASE,
@@ -108,15 +109,16 @@ def _build(tmp_path: Path):
     package.mkdir()
     (package / "__init__.py").touch()
     (tmp_path / "scratch").mkdir()
-    return build(tmp_path / "scratch", REPO_ROOT, package, ("adapters",), False, SandboxOptions())
+    return build(tmp_path / "scratch", REPO_ROOT, package, ("adapters",), False, Settings())
 
 
 @needs_root
 def test_a_grade_without_a_mapped_uid_says_why_in_its_protections(tmp_path, monkeypatch):
     from staff import samples
     from staff.grade import grade
+    from staff.sandbox.settings import Settings
 
     monkeypatch.setattr(layout, "worker_uids", lambda: choose_window("0 100000 10\n", "0 100000 10\n", ACCOUNTS))
-    result = grade(samples.reference(tmp_path / "submission"), hidden=False, problems={1}, progress=False)
+    result = grade(samples.reference(tmp_path / "submission"), Settings(hidden=False, problems={1}), progress=False)
     assert result.score == result.max_score > 0  # graded as usual, only without a user of its own
     assert result.protections["separate user"].startswith("off: the container maps too few user ids")

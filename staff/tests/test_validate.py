@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from staff.grade import REPO_ROOT, collect_only
+from staff.grade import REPO_ROOT
+from staff.selection import collect_only
 from staff.validate.run import Outcome, judge, matrix, sample, summary, validate
 from staff.validate.variants import CHAFF, WHEAT, Variant, dependents, load_variants, variant_source
 from tests.grading import PROBLEMS

@@ -19,15 +19,15 @@ import functools
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tqdm import tqdm
 
 from staff import samples
-from staff.grade import REPO_ROOT, collect_only, grade
-from staff.sandbox.layout import SandboxOptions
+from staff.grade import REPO_ROOT, grade
 from staff.sandbox.removal import scratch_folder
-from staff.sandbox.worker_config import Limits
+from staff.sandbox.settings import Settings
+from staff.selection import collect_only
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
 
@@ -77,7 +77,7 @@ def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_i
     with scratch_folder("staff-validate-") as scratch:
         submission = scratch / "submission"
         build_into(submission)
-        result = grade(submission, sandbox=options, progress=False, problems=problems, gpu=gpu)
+        result = grade(submission, replace(options, problems=problems, gpu=gpu), progress=False)
     for test in result.tests:
         if test.status == SKIPPED:
             continue
@@ -135,18 +135,18 @@ def gradable(variants: list[Variant], gpu: bool) -> list[Variant]:
             and (v.kind == WHEAT or v.gpu_catches)]
 
 
-def sandbox_options(gpu: bool) -> SandboxOptions:
-    """How validate confines each implementation: as `staff grade` does, with one torch thread; on a
-    GPU with no address-space limit, as `staff grade --gpu` (the CUDA driver maps far more address
-    space than it uses, and cannot start under the CPU grade's limit)."""
-    return SandboxOptions(threads=1, limits=Limits(memory_bytes=None) if gpu else Limits())
+def grade_settings(gpu: bool) -> Settings:
+    """How validate grades each implementation: as `staff grade` (or `staff grade --gpu`, with no
+    address-space limit: the CUDA driver maps far more address space than it uses, and cannot start
+    under the CPU grade's limit) does, with one torch thread."""
+    return Settings(threads=1, gpu=gpu)
 
 
-def validate(variants: list[Variant], jobs: int, options: SandboxOptions | None = None,
+def validate(variants: list[Variant], jobs: int, options: Settings | None = None,
              stubs: bool = True, progress: bool = True, gpu: bool = False) -> list[Outcome]:
     """Grade the stubs (on every problem) and each variant (on its problem and its dependents); with
     `gpu`, their GPU part only (pass `gradable(variants, gpu=True)`)."""
-    options = options or sandbox_options(gpu)
+    options = options or grade_settings(gpu)
     depends = dependents()
     with_cuda = gpu_problems() if gpu else set(PROBLEMS)
     work = []

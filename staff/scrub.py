@@ -1,0 +1,78 @@
+"""What a grade shows: no path of the grading machine, no terminal escape, and every test's output
+within its share of results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+from adapters._text import shown_text
+from staff.sandbox.layout import Workspace
+from staff.selection import REPO_ROOT
+from tests.failure_output import truncated
+from tests.grading import GradedTest
+
+INTAKE_CHARS = 2000  # of the lines saying which files were graded (names come from the upload)
+# Every test's output together, as results.json holds them (escaped): the file stays well under
+# 1 MB whatever the submission prints or raises.
+OUTPUT_BUDGET_BYTES = 600_000
+
+
+def machine_paths(workspace: Workspace) -> list[tuple[str, str]]:
+    """(path, what to show instead) for the grading machine's folders, most specific first: nothing
+    in results.json says where the grader keeps its files or its Python."""
+    import site
+
+    python = [sys.prefix, sys.base_prefix, *site.getsitepackages()]
+    pairs = [(f"{workspace.code}{os.sep}", ""), (str(workspace.scratch), "<grading folder>"),
+             *((folder, "<python>") for folder in python), (str(REPO_ROOT), "<grader>"),
+             (os.path.expanduser("~"), "<home>")]
+    return sorted({p: s for p, s in pairs if len(p) > 1}.items(), key=lambda pair: -len(pair[0]))
+
+
+_BEFORE_PATH = r"[\w.~/-]"  # a path preceded by one of these is the end of another path
+_AFTER_PATH = r"[\w~-]|\.\w"  # and followed by one of these, the start of another name
+
+
+def scrub(text: str, paths: list[tuple[str, str]]) -> str:
+    """`text` with each of `paths` (from `machine_paths`) replaced where it stands as a path of its own
+    (home `/root` is not replaced inside `/autograder/root/x` nor in `/rootfs`), as `shown_text`
+    makes it (a terminal escape or a bidi override from the submission reaches no TA's screen)."""
+    for path, shown in paths:
+        after = "" if path.endswith(os.sep) else f"(?!{_AFTER_PATH})"
+        text = re.sub(f"(?<!{_BEFORE_PATH}){re.escape(path)}{after}", lambda _: shown, text)
+    return shown_text(text)
+
+
+def scrubbed(data: object, paths: list[tuple[str, str]]) -> object:
+    """`data` (JSON-like) with every string in it, keys included, scrubbed and cut to INTAKE_CHARS."""
+    if isinstance(data, str):
+        return truncated(scrub(data, paths), INTAKE_CHARS)
+    if isinstance(data, dict):
+        return {scrubbed(key, paths): scrubbed(value, paths) for key, value in data.items()}
+    if isinstance(data, list):
+        return [scrubbed(item, paths) for item in data]
+    return data
+
+
+def _json_bytes(text: str) -> int:
+    return len(json.dumps(text))  # as results.json holds it: a non-ASCII character takes 6 bytes
+
+
+def share_output(tests: list[GradedTest], budget: int = OUTPUT_BUDGET_BYTES) -> None:
+    """Cut the tests' outputs so that together they take about `budget` bytes of results.json at most:
+    shortest first, each keeps what it has up to an equal share of what is left, so short outputs stay
+    whole and what they leave goes to the long ones."""
+    costs = {id(t): _json_bytes(t.output) for t in tests}
+    if sum(costs.values()) <= budget:
+        return
+    left, waiting = budget, sorted(tests, key=lambda t: costs[id(t)])
+    for i, test in enumerate(waiting):
+        share, cost = left // (len(waiting) - i), costs[id(test)]
+        if cost > share:
+            test.output = truncated(test.output, max(len(test.output) * share // cost, 200))
+            cost = _json_bytes(test.output)
+        left -= cost
