@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         from staff.sandbox.settings import Settings
 
         settings = Settings.load(args.settings) if args.settings.exists() else Settings(run_timeout_s=DEADLINE_S)
+        if settings.in_process:  # only a hand-edited file says so: `staff bundle` never writes it
+            raise ValueError(f"{args.settings}: in_process is true, and the autograder never runs a submission's "
+                             "code inside the test process, where it could write its own grade")
         result = grade(args.root / "submission", settings, progress=False,
                        on_graded=lambda made: write_json_atomically(results_json(made), results))  # before clean-up
         print(result.output)

@@ -164,6 +164,19 @@ def test_a_crash_of_the_grader_itself_still_writes_results(tmp_path, monkeypatch
     assert validate_results(results) == [] and results["score"] == 0 and "autograder itself failed" in results["output"]
 
 
+def test_settings_that_would_grade_in_process_are_refused(tmp_path, monkeypatch):
+    # The mistake: a hand-edited settings.json with in_process true, which the autograder would follow,
+    # letting a submission's code run in the test process and forge its grade.
+    graded = []
+    monkeypatch.setattr("staff.grade.grade", lambda *args, **kwargs: graded.append(args))
+    (tmp_path / "submission").mkdir()
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"in_process": True}))
+    assert autograder.main(["--root", str(tmp_path), "--settings", str(settings)]) == 1
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert graded == [] and results["score"] == 0 and "autograder itself failed" in results["output"]
+
+
 def test_run_autograder_writes_results_even_when_python_cannot_start(autograder_root, tmp_path):
     root = tmp_path / "autograder"
     shutil.copytree(autograder_root / "source", root / "source")
