@@ -4,6 +4,7 @@ straight run and a resumed run see the same data; "the same" means bit-identical
 
 from __future__ import annotations
 
+import errno
 import fractions
 import io
 from pathlib import Path
@@ -76,12 +77,41 @@ def check_a_good_file_loads(got: dict) -> None:
                 see=f"{SEE} §10.1")
 
 
+def save_failure(error: Exception, *, inputs: str, own: bool) -> str:
+    """The message for a save to a path that raised where it must succeed. A temporary file made
+    outside the checkpoint's folder (tempfile.mkstemp() with no dir) cannot be renamed onto it when
+    the two folders are on different file systems, as behind the grader; that save then fails every
+    time, so every test that saves fails, and each says what it assumes."""
+    cross_device = getattr(error, "errno", None) == errno.EXDEV or "cross-device" in str(error).lower()
+    if cross_device:
+        why = ("the rename crossed file systems: the temporary file must be made in the checkpoint's own folder "
+               "(tempfile.mkstemp(dir=...)), so that os.replace stays on one file system")
+        premise = "§10.3" if own else (f"§10.3 (this test assumes the save of §10.3: {why}; see "
+                                       "test_save_then_load_a_path)")
+        return explain(f"save_checkpoint to a path raised: {why}", inputs=inputs, expected="no error",
+                       got=repr(error), see=f"{SEE} {premise}")
+    premise = "§10.1" if own else "§10.1 (this test assumes a save to a path works; see test_save_then_load_a_path)"
+    return explain("save_checkpoint to a path", inputs=inputs, expected="no error", got=repr(error),
+                   see=f"{SEE} {premise}")
+
+
+def must_save(call, *args, inputs: str, own: bool = False, **kwargs):
+    """`call(*args, **kwargs)`, a save to a path that must succeed (A.run_save_checkpoint, or another
+    adapter that saves); if it raises, a failure that names the premise (see save_failure)."""
+    try:
+        return call(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - any exception of the student's save: reported, not raised
+        failure = error
+    raise AssertionError(save_failure(failure, inputs=inputs, own=own))
+
+
 @pytest.mark.points(2)
 def test_save_then_load_a_path(tmp_path):
     model, optimizer = trained(3)
     path = tmp_path / "checkpoint.pt"
-    renames = A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path))["renames"]
     inputs = "a model and AdamW after 3 steps, saved at iteration 3 to a path"
+    renames = must_save(A.run_save_checkpoint, DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path),
+                    inputs=inputs, own=True)["renames"]
     elsewhere = [src for src, _ in renames if Path(src).resolve().parent != tmp_path.resolve()]
     assert not elsewhere, explain("the temporary file renamed onto the checkpoint must be in the same folder",
                                   inputs=inputs, expected=f"a file in {tmp_path}", got=elsewhere, see=f"{SEE} §10.3")
@@ -115,7 +145,8 @@ def test_resumed_training_is_bit_identical(tmp_path):
     straight_model, straight_optimizer = trained(6, start)
     model, optimizer = trained(3, start)
     path = tmp_path / "checkpoint.pt"
-    A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path))
+    must_save(A.run_save_checkpoint, DIMS, model.state_dict(), optimizer.state_dict(), 3, str(path),
+          inputs="3 steps, then a save to a path")
     got = A.run_load_checkpoint(str(path), DIMS)
     assert got["raised"] is None, explain("load_checkpoint", inputs=str(path), expected="no error",
                                           got=repr(got["raised"]), see=f"{SEE} §10.2")
@@ -131,7 +162,8 @@ def test_resumed_training_is_bit_identical(tmp_path):
 def test_a_save_that_fails_part_way_leaves_the_previous_checkpoint(tmp_path):
     model, optimizer = trained(1)
     path = tmp_path / "checkpoint.pt"
-    A.run_save_checkpoint(DIMS, model.state_dict(), optimizer.state_dict(), 1, str(path))
+    must_save(A.run_save_checkpoint, DIMS, model.state_dict(), optimizer.state_dict(), 1, str(path),
+          inputs="the first save, at iteration 1, to a path (before the save made to fail)")
     before = student_file_bytes(path)
     train(model, optimizer, range(1, 2))
     raised = None

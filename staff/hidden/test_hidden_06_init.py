@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from adapters import init as A
 from tests.checks import check_close, check_equal, explain
-from tests.test_06_init import check_mean_and_std, check_shape, share_within, truncated_std
+from tests.test_06_init import check_mean_and_std, check_shape, own_std, share_within, truncated_std
 
 pytestmark = pytest.mark.problem(6)
 SEE = "handout/06_init.md"
@@ -69,9 +69,10 @@ def test_init_without_a_generator_draws_from_the_global_one(seed_everything):
 @pytest.mark.points(1)
 def test_trunc_normal_init_at_a_moderate_width(seed_everything):
     d_in, d_out = 256, 4096
-    std = 1 / math.sqrt(d_in)
+    std = own_std(d_in)  # the student's own: a wrong std is test_init_std's to catch
     w = A.run_trunc_normal_init(d_in, d_out, seed_everything)
-    inputs = f"trunc_normal_init({d_in}, {d_out}): std 1/16, cut at +-3/16"
+    inputs = (f"trunc_normal_init({d_in}, {d_out}): in units of init_std({d_in}) = {std:.6g} (1/16 is right), cut at "
+              "+-3 of them")
     check_equal((tuple(w.shape), w.dtype), ((d_in, d_out), torch.float32), what="shape and dtype", inputs=inputs,
                 see=f"{SEE} §6.2")
     assert w.abs().max().item() <= 3 * std * (1 + 1e-6), explain(
@@ -119,10 +120,10 @@ def test_trunc_normal_init_redraws_its_tails_rather_than_folding_or_clamping_the
     # move both shares by about 47 standard errors, tails clamped to the cut-off by 56 and 172, and
     # tails replaced once by uniform draws inside by 9.4 (the last half) and 5.7.
     d_in, d_out = 1024, 4096
-    std = 1 / math.sqrt(d_in)
+    std = own_std(d_in)  # the student's own: a wrong std is test_init_std's to catch
     z = (A.run_trunc_normal_init(d_in, d_out, seed_everything).double() / std).abs()
     n = z.numel()
-    inputs = f"trunc_normal_init({d_in}, {d_out}): {n} values, in standard deviations of 1/32"
+    inputs = f"trunc_normal_init({d_in}, {d_out}): {n} values, in units of init_std({d_in}) = {std:.6g} (1/32 is right)"
     for a in (2.5, 2.9):
         p = folded_share(a, 3.0)
         got = (z > a).double().mean().item()

@@ -17,7 +17,7 @@ import torch
 
 from adapters import checkpoint as A
 from tests.checks import check_equal, check_tensor, explain, student_file_bytes
-from tests.test_10_checkpoint import DIMS, check_a_good_file_loads, check_same_states, trained
+from tests.test_10_checkpoint import DIMS, check_a_good_file_loads, check_same_states, must_save, trained
 
 pytestmark = pytest.mark.problem(10)
 SEE = "handout/10_checkpoint.md"
@@ -32,7 +32,8 @@ def test_iterations_of_any_size_round_trip(tmp_path):
     model, optimizer = trained(1)
     for iteration in (0, 1, 2**40 + 3):
         path = tmp_path / f"at-{iteration}.pt"
-        A.run_save_checkpoint(DIMS, *states(model, optimizer), iteration, str(path))
+        must_save(A.run_save_checkpoint, DIMS, *states(model, optimizer), iteration, str(path),
+              inputs=f"a save at iteration {iteration} to a path")
         got = A.run_load_checkpoint(str(path), DIMS)
         check_equal((got["iteration"], repr(got["raised"]) if got["raised"] else None), (iteration, None),
                     what="(iteration loaded back, error)", inputs=f"saved at iteration {iteration}", see=f"{SEE} §10.1")
@@ -42,7 +43,8 @@ def test_iterations_of_any_size_round_trip(tmp_path):
 def test_pathlib_paths_are_paths(tmp_path):
     model, optimizer = trained(2)
     path = tmp_path / "checkpoint.pt"
-    A.run_save_checkpoint(DIMS, *states(model, optimizer), 2, str(path), as_path_object=True)
+    must_save(A.run_save_checkpoint, DIMS, *states(model, optimizer), 2, str(path), as_path_object=True,
+          inputs="save_checkpoint(..., pathlib.Path(...))")
     got = A.run_load_checkpoint(str(path), DIMS, as_path_object=True)
     inputs = "save_checkpoint(..., pathlib.Path(...)), then load_checkpoint(pathlib.Path(...), ...)"
     assert got["raised"] is None, explain("load_checkpoint of a pathlib.Path", inputs=inputs, expected="no error",
@@ -53,9 +55,11 @@ def test_pathlib_paths_are_paths(tmp_path):
 @pytest.mark.points(1)
 def test_saving_over_an_old_checkpoint_replaces_it_and_leaves_one_file(tmp_path):
     path = tmp_path / "checkpoint.pt"
-    A.run_save_checkpoint(DIMS, *states(*trained(1)), 1, str(path))
+    must_save(A.run_save_checkpoint, DIMS, *states(*trained(1)), 1, str(path),
+              inputs="a save at iteration 1 to a path")
     model, optimizer = trained(3)
-    A.run_save_checkpoint(DIMS, *states(model, optimizer), 3, str(path))
+    must_save(A.run_save_checkpoint, DIMS, *states(model, optimizer), 3, str(path),
+          inputs="a save at iteration 1, then one at iteration 3 to the same path")
     inputs = "a save at iteration 1, then one at iteration 3 to the same path"
     check_equal(sorted(p.name for p in tmp_path.iterdir()), ["checkpoint.pt"], inputs=inputs, see=f"{SEE} §10.3",
                 what="files in the folder after two saves (no temporary file left behind)")
@@ -67,7 +71,8 @@ def test_saving_over_an_old_checkpoint_replaces_it_and_leaves_one_file(tmp_path)
 @pytest.mark.points(1)
 def test_the_file_holds_the_three_entries(tmp_path):
     path = tmp_path / "checkpoint.pt"
-    A.run_save_checkpoint(DIMS, *states(*trained(2)), 2, str(path))
+    must_save(A.run_save_checkpoint, DIMS, *states(*trained(2)), 2, str(path),
+              inputs="a save at iteration 2 to a path")
     loaded = torch.load(io.BytesIO(student_file_bytes(path)), weights_only=True)
     inputs = "torch.load(checkpoint, weights_only=True) of a save at iteration 2"
     check_equal((type(loaded).__name__, sorted(loaded) if isinstance(loaded, dict) else None),
@@ -111,7 +116,8 @@ def test_a_tensor_of_the_wrong_shape_changes_nothing(tmp_path):
 
 @pytest.mark.points(1)
 def test_the_checkpoint_reaches_the_disk_before_it_replaces_the_old_one(tmp_path):
-    got = A.run_save_checkpoint(DIMS, *states(*trained(1)), 1, str(tmp_path / "checkpoint.pt"))
+    got = must_save(A.run_save_checkpoint, DIMS, *states(*trained(1)), 1, str(tmp_path / "checkpoint.pt"),
+                inputs="save_checkpoint to a path")
     check_equal(got["synced"], True, what="the temporary file, every byte of it (f.flush(), then os.fsync), on disk "
                 "before the rename; "
                 "otherwise a power cut can leave an empty file under the checkpoint's name",
@@ -154,8 +160,8 @@ def test_a_checkpoint_saved_to_a_bare_file_name(tmp_path):
     # which os.makedirs rejects; a temporary file must also go in the working folder.
     model, optimizer = trained(2)
     inputs = "save_checkpoint(model, optimizer, 2, 'ckpt.pt') in the working folder, then load_checkpoint('ckpt.pt')"
-    got = A.run_save_and_load_in_the_working_folder(DIMS, model.state_dict(), optimizer.state_dict(), 2,
-                                                   str(tmp_path), "ckpt.pt")
+    got = must_save(A.run_save_and_load_in_the_working_folder, DIMS, model.state_dict(), optimizer.state_dict(), 2,
+                str(tmp_path), "ckpt.pt", inputs=inputs)
     check_equal(got["files"], ["ckpt.pt"], what="files in the working folder afterwards (no temporary file left)",
                 inputs=inputs, see=f"{SEE} §10.3")
     for name, tensor in model.state_dict().items():
@@ -173,7 +179,8 @@ def test_a_failed_save_to_any_path_type_leaves_the_old_checkpoint(tmp_path):
     for kind in shown:
         path = tmp_path / f"checkpoint-{kind}.pt"
         saved.append(path.name)
-        A.run_save_checkpoint(DIMS, *states(*trained(1)), 1, str(path))
+        must_save(A.run_save_checkpoint, DIMS, *states(*trained(1)), 1, str(path),
+              inputs="the first save, at iteration 1, to a path (before the save made to fail)")
         before = student_file_bytes(path)
         raised = None
         try:
@@ -199,7 +206,8 @@ def test_the_optimizer_steps_the_model_that_was_loaded(tmp_path):
     # holds the old parameters, so every later step changes tensors the model no longer uses.
     model, optimizer = trained(2)
     path = tmp_path / "checkpoint.pt"
-    A.run_save_checkpoint(DIMS, *states(model, optimizer), 2, str(path))
+    must_save(A.run_save_checkpoint, DIMS, *states(model, optimizer), 2, str(path),
+              inputs="a save at iteration 2 to a path")
     got = A.run_load_checkpoint(str(path), DIMS)
     inputs = "load_checkpoint of a save at iteration 2 into a fresh model and its AdamW"
     assert got["raised"] is None, explain("load_checkpoint", inputs=inputs, expected="no error",
