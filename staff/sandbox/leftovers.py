@@ -76,28 +76,35 @@ def _remove_ipc(kind: str, ident: int) -> None:
         remove(ident, IPC_RMID, None)
 
 
+def processes() -> list[tuple[int, int]]:
+    """(pid, real uid) of every process /proc lists (one that ends while we look is left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        uids = next((line.split()[1:] for line in status.splitlines() if line.startswith("Uid:")), [])
+        if uids:
+            found.append((int(entry.name), int(uids[0])))
+    return found
+
+
 def kill_user(uid: int) -> None:
     """SIGKILL every process whose real uid is `uid` (the sandbox user: it owns nothing else)."""
     if uid == 0:
         raise ValueError("refusing to kill every process of root")
     for _ in range(3):  # a fork bomb may still be forking while we kill
-        found = False
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            uids = next((line.split()[1:] for line in status.splitlines() if line.startswith("Uid:")), [])
-            if uids and int(uids[0]) == uid:
-                found = True
-                try:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        if not found:
+        pids = [pid for pid, owner in processes() if owner == uid]
+        if not pids:
             return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         time.sleep(0.05)
 
 

@@ -1,8 +1,8 @@
 """Which staff tests share a process when the suite runs in several (`pytest -n 2 --dist loadgroup`).
 
 A session fixture is made once per process, so the tests that take one must run in one process: the
-red team's two batches (`graded`, `graded_as_user`, which also share the planted sources' fixed
-paths) and the unpacked bundle (`autograder_root`). Each of those groups is a whole test file here:
+red team's two batches (`graded`, `graded_as_user`) and the unpacked bundle (`autograder_root`).
+Each of those groups is a whole test file here:
 pytest-xdist's own `xdist_group` marks are not used, since with pytest 9.2 its loadgroup mode no
 longer sees them (pytest-dev/pytest-xdist#1386: it renames node ids, which pytest no longer reads),
 and the tests would silently spread over both processes, each grading the red team's batch again.

@@ -16,15 +16,3 @@ def running_commands() -> list[str]:
                 pass  # the process ended while we looked
     return commands
 
-
-def uids_running() -> set[int]:
-    """The real uid of every process /proc lists."""
-    uids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                line = next(ln for ln in (entry / "status").read_text().splitlines() if ln.startswith("Uid:"))
-            except (OSError, StopIteration):
-                continue  # the process ended while we looked
-            uids.add(int(line.split()[1]))
-    return uids

@@ -17,11 +17,11 @@ import pytest
 from staff.gradescope import validate_results
 from staff.redteam.corpus import judge, load_cases
 from staff.release.leaks import squeeze
-from staff.sandbox.leftovers import leftovers
+from staff.sandbox.leftovers import leftovers, processes
 from staff.sandbox.uids import worker_uids
 from staff.tests.conftest import AS_USER, BATCH_TIMEOUT_S, ORDINARY_CASES
 from staff.tests.documents import strings
-from staff.tests.processes import running_commands, uids_running
+from staff.tests.processes import running_commands
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(BATCH_TIMEOUT_S)]
 HIDDEN = Path(__file__).resolve().parent.parent / "hidden"
@@ -129,7 +129,7 @@ def test_nothing_of_a_worker_user_remains_after_the_batch(graded):
     # batch belongs to a uid with no process left, and stays.
     deadline = time.monotonic() + SETTLE_S
     while True:
-        running = uids_running()
+        running = {uid for _, uid in processes()}
         left = leftovers(lambda uid: uid in uids and uid not in running)
         if not left or time.monotonic() > deadline:
             break
