@@ -196,15 +196,18 @@ def check_solution_not_quoted(repo: Path, points: Totals) -> list[Finding]:
 
 
 def check_version(repo: Path, points: Totals) -> list[Finding]:
-    """pyproject.toml's version heads the CHANGELOG and the handout."""
+    """pyproject.toml's version heads the CHANGELOG (below an "Unreleased" entry, if any: what the
+    next release will list) and the handout."""
     version = tomllib.loads(_read(repo, "pyproject.toml") or "")["project"]["version"]
     found = []
     handout = _read(repo, SUMMARY) or ""
     if f"Version {version}." not in handout.split("\n## ", 1)[0]:
         found.append(Finding(SUMMARY, f"its top must say 'Version {version}.' (pyproject.toml's version)"))
     entries = re.findall(r"^## (\S+)", _read(repo, "CHANGELOG.md") or "", flags=re.MULTILINE)
-    if entries[:1] != [version]:
-        found.append(Finding("CHANGELOG.md", f"its newest entry is {entries[:1]}; pyproject.toml says {version}"))
+    released = entries[1:2] if entries[:1] == ["Unreleased"] else entries[:1]
+    if released != [version]:
+        found.append(Finding("CHANGELOG.md", f"its newest release (below any Unreleased entry) is {released}; "
+                             f"pyproject.toml says {version}"))
     return found
 
 

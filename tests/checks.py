@@ -95,6 +95,25 @@ def write_new_file(path: Path | str, data: bytes) -> str:
     return str(path)
 
 
+def write_token_file(path: Path | str, data: bytes = b"", *, size: int | None = None) -> str:
+    """A new token file at `path` (as `write_new_file`) that the code under test may open for writing
+    too, as a student's own dataset is theirs: `data`, or with `size`, a sparse file of `size` zero
+    bytes (no disk used, nothing in the page cache). Behind the grader's sandbox the tests' files
+    belong to another user, so numpy's default memmap mode ('r+') could not open a read-only one
+    and every test reading a file would fail for it; writable here, a mapping opened for writing
+    fails only the tests whose property is the read-only mapping of §9.1 (whose messages say
+    mode='r'), on the grader as on a student's machine. The folder is the code's own already, so
+    this gives it nothing it could not do. Returns the path as a string."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        os.fchmod(handle.fileno(), 0o666)  # after open: the umask would clear the group's and others' write
+        if size is None:
+            handle.write(data)
+        else:
+            handle.truncate(size)
+    return str(path)
+
+
 def student_file_bytes(path: Path, limit: int = 256 << 20) -> bytes:
     """The bytes of a file that student code wrote, read with care: a symbolic link is not followed,
     a FIFO or device is not opened for reading, and at most `limit` bytes are read, since code under

@@ -13,7 +13,15 @@ import torch
 
 from adapters import data as A
 from adapters._instrument import resident_bytes
-from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain, write_new_file
+from tests.checks import (
+    VALID_FIRST,
+    check_equal,
+    check_raises,
+    check_tensor,
+    explain,
+    write_new_file,
+    write_token_file,
+)
 
 pytestmark = pytest.mark.problem(9)
 SEE = "handout/09_data.md"
@@ -21,7 +29,15 @@ START_SIGMAS = 5.5  # each start's count: a correct sampler passes all ten bound
 
 
 def write_tokens(path, tokens: np.ndarray) -> str:
-    return write_new_file(path, tokens.tobytes())
+    """`tokens` as a raw token file (tofile's bytes) that open_tokens may also map for writing (see
+    write_token_file): the read-only mapping is READ_ONLY's tests' property alone."""
+    return write_token_file(path, tokens.tobytes())
+
+
+# The property of test_open_tokens_maps_the_raw_file and test_open_tokens_of_more_integer_dtypes alone.
+READ_ONLY = ("(is an np.memmap, writeable, dtype): the mapping must be read-only, "
+             "np.memmap(path, dtype=..., mode='r'); numpy's default mode 'r+' maps the file for writing, and would "
+             "raise PermissionError on a dataset you may only read")
 
 
 DTYPE_ELSEWHERE = "values compared as int64; that the tensors are int64 is test_get_batch_returns_shifted_windows's"
@@ -47,7 +63,7 @@ def test_open_tokens_maps_the_raw_file(tmp_path, dtype, low, high):
     got = A.run_open_tokens(write_tokens(tmp_path / "tokens.bin", tokens), dtype)
     inputs = f"1000 {dtype} tokens written with tofile()"
     check_equal((got["is_memmap"], got["writeable"], got["dtype"]), (True, False, dtype),
-                what="(is an np.memmap, writeable, dtype)", inputs=inputs, see=f"{SEE} §9.1")
+                what=READ_ONLY, inputs=inputs, see=f"{SEE} §9.1")
     assert np.array_equal(got["tokens"], tokens), explain("the tokens read back", inputs=inputs,
                                                          expected=tokens[:8], got=got["tokens"][:8], see=f"{SEE} §9.1")
 
@@ -163,8 +179,7 @@ def test_get_batch_rejects_bad_input():
 @pytest.mark.points(2)
 def test_get_batch_reads_only_the_sampled_windows(tmp_path, seed_everything):
     path = tmp_path / "large.bin"
-    with open(path, "wb") as f:
-        f.truncate(512 * 2**20)  # a sparse 512 MiB file of int32 zeros: no disk used, nothing cached yet
+    write_token_file(path, size=512 * 2**20)  # a sparse 512 MiB file of int32 zeros: no disk used, nothing cached yet
     got = A.run_get_batch_from_file(str(path), "int32", 2, 256, seed_everything)
     bytes_read = resident_bytes(path)
     inputs = "a 512 MiB int32 token file, batch_size=2, context_length=256"

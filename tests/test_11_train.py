@@ -19,7 +19,7 @@ import torch
 
 from adapters import train as A
 from adapters._tf32 import float32_matmuls
-from tests.checks import check_equal, check_tensor, explain, student_file_bytes
+from tests.checks import check_equal, check_tensor, explain, student_file_bytes, write_token_file
 
 pytestmark = pytest.mark.problem(11)
 SEE = "handout/11_train.md"
@@ -50,8 +50,7 @@ def walk_tokens(num_tokens: int, vocab_size: int, seed: int) -> np.ndarray:
 def token_file(folder: Path, num_tokens: int = 20_000, vocab_size: int = VOCAB, seed: int = 0) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "walk.u16"
-    walk_tokens(num_tokens, vocab_size, seed).tofile(path)
-    return str(path)
+    return write_token_file(path, walk_tokens(num_tokens, vocab_size, seed).tobytes())  # see write_token_file
 
 
 def walk_batches(config: dict, num_tokens: int = 20_000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

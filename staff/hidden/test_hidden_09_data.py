@@ -16,16 +16,15 @@ import torch
 
 from adapters import data as A
 from adapters._instrument import resident_bytes
-from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain
-from tests.test_09_data import DTYPE_ELSEWHERE, as_int64
+from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain, write_token_file
+from tests.test_09_data import DTYPE_ELSEWHERE, READ_ONLY, as_int64, write_tokens
 
 pytestmark = pytest.mark.problem(9)
 SEE = "handout/09_data.md"
 
 
 def write(path, tokens: np.ndarray) -> str:
-    tokens.tofile(path)
-    return str(path)
+    return write_tokens(path, tokens)  # writable by the code too: the read-only mapping is READ_ONLY's tests'
 
 
 def check_windows(got: dict, tokens: np.ndarray, batch_size: int, context_length: int, inputs: str,
@@ -67,7 +66,7 @@ def test_open_tokens_of_more_integer_dtypes(tmp_path):
         got = A.run_open_tokens(write(tmp_path / f"tokens-{np.dtype(dtype).name}.bin", tokens), dtype)
         inputs = f"257 {np.dtype(dtype).name} tokens, dtype given as {dtype!r}"
         check_equal((got["is_memmap"], got["writeable"], got["dtype"]), (True, False, np.dtype(dtype).name),
-                    what="(is an np.memmap, writeable, dtype)", inputs=inputs, see=f"{SEE} §9.1")
+                    what=READ_ONLY, inputs=inputs, see=f"{SEE} §9.1")
         assert np.array_equal(got["tokens"], tokens), explain("the tokens read back", inputs=inputs,
                                                              expected=tokens[:6], got=got["tokens"][:6],
                                                              see=f"{SEE} §9.1")
@@ -146,8 +145,7 @@ def test_get_batch_rejects_more_bad_input():
 @pytest.mark.points(1)
 def test_get_batch_reads_a_uint16_file_sparsely(tmp_path, seed_everything):
     path = tmp_path / "large.bin"
-    with open(path, "wb") as f:
-        f.truncate(512 * 2**20)  # 256 Mi uint16 tokens, a sparse file: nothing cached yet
+    write_token_file(path, size=512 * 2**20)  # 256 Mi uint16 tokens, a sparse file: nothing cached yet
     got = A.run_get_batch_from_file(str(path), "uint16", 8, 512, seed_everything)
     read = resident_bytes(path)
     inputs = "a 512 MiB uint16 token file, batch_size=8, context_length=512"
@@ -160,7 +158,7 @@ def test_get_batch_reads_a_uint16_file_sparsely(tmp_path, seed_everything):
 @pytest.mark.points(1)
 def test_open_tokens_size_error_gives_both_numbers(tmp_path):
     path = tmp_path / "odd.bin"
-    path.write_bytes(bytes(1003))
+    write_token_file(path, bytes(1003))
     inputs = "open_tokens of a 1003-byte file as int64 (8 bytes a token)"
     try:
         A.run_open_tokens(str(path), "int64")
@@ -241,7 +239,7 @@ def test_get_batch_reaches_odd_starts_past_2_to_the_24(tmp_path, seed_everything
     # all starts odd; the float32 one about a quarter.
     context_length, batch_size, size = 4, 2048, 2**25 + 1000
     path = tmp_path / "tokens.bin"
-    np.resize(np.arange(256, dtype=np.uint8), size).tofile(path)
+    write_tokens(path, np.resize(np.arange(256, dtype=np.uint8), size))
     got = A.run_get_batch_from_file(str(path), "uint8", batch_size, context_length, seed_everything)
     inputs = (f"a uint8 token file of 2**25 + 1000 tokens (token p is p % 256), batch_size={batch_size}, "
               f"context_length={context_length}")
