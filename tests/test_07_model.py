@@ -1,6 +1,8 @@
 """Problem 7: Linear and Cruncher. Expected outputs are matmul chains written here with the weights
 the test loads; initialization is checked against the student's own trunc_normal_init (Problem 6
-grades its distribution), so that one mistake there costs points there alone."""
+grades its distribution), so that one mistake there costs points there alone. The Cruncher tests
+build the student's Cruncher with a stand-in for their Linear (adapters/model.py), so that a
+mistake in Linear costs Linear's tests alone."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from tests.checks import check_equal, check_tensor, describe, explain
 pytestmark = pytest.mark.problem(7)
 SEE = "handout/07_model.md"
 FLOAT32 = dict(atol=1e-5, rtol=1e-5)  # matmul chains may round differently in another order
+STAND_IN_LINEAR = "(its layers made by a stand-in for your Linear: a Linear mistake fails the Linear tests, not this)"
 
 
 def cruncher_names_and_shapes(dim: int, num_layers: int) -> dict[str, tuple[int, ...]]:
@@ -59,7 +62,7 @@ def test_linear_forward_is_x_at_weight():
 @pytest.mark.parametrize("dim, num_layers", [(8, 3), (5, 1), (16, 0)])
 def test_cruncher_parameters(dim, num_layers):
     got = A.run_cruncher_init(dim, num_layers)
-    inputs = f"Cruncher(dim={dim}, num_layers={num_layers})"
+    inputs = f"Cruncher(dim={dim}, num_layers={num_layers}) {STAND_IN_LINEAR}"
     check_equal({name: tuple(p.shape) for name, p in got["parameters"].items()},
                 cruncher_names_and_shapes(dim, num_layers), what="parameter names and shapes", inputs=inputs,
                 see=f"{SEE} §7.2")
@@ -78,7 +81,8 @@ def test_cruncher_forward(batch, dim, num_layers):
     expected = (expected @ state["final.weight"])[:, 0]
     check_tensor(A.run_cruncher(dim, num_layers, state, x), expected, **FLOAT32,
                  what="Cruncher output: the layers in order, then the final layer, one number per example",
-                 inputs=f"Cruncher({dim}, {num_layers}) with random weights, x {describe(x)}", see=f"{SEE} §7.2")
+                 inputs=f"Cruncher({dim}, {num_layers}) with random weights {STAND_IN_LINEAR}, x {describe(x)}",
+                 see=f"{SEE} §7.2")
 
 
 @pytest.mark.points(1)
@@ -88,7 +92,8 @@ def test_cruncher_layers_are_initialized_by_trunc_normal_init(seed_everything):
     # (which Problem 6 grades), and a mistake there is not charged here again.
     dim, num_layers = 16, 3
     got = A.run_cruncher_init_draws(dim, num_layers, seed_everything)
-    inputs = f"torch.manual_seed(s); Cruncher({dim}, {num_layers}), watching what trunc_normal_init returns"
+    inputs = (f"torch.manual_seed(s); Cruncher({dim}, {num_layers}) {STAND_IN_LINEAR}, watching what "
+              "trunc_normal_init returns")
     drawn = got["drawn"]
     for name, weight in got["parameters"].items():
         found = any(d.shape == weight.shape and torch.equal(d, weight) for d in drawn)

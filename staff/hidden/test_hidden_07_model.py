@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from adapters import model as A
 from tests.checks import check_equal, check_tensor, describe, explain
-from tests.test_07_model import check_linear_uses_trunc_normal_init
+from tests.test_07_model import STAND_IN_LINEAR, check_linear_uses_trunc_normal_init
 
 pytestmark = pytest.mark.problem(7)
 SEE = "handout/07_model.md"
@@ -63,7 +63,7 @@ def test_cruncher_init_follows_the_global_seed_and_draws_each_layer_anew(seed_ev
     dim, num_layers = 8, 3
     got = A.run_cruncher_init_draws(dim, num_layers, seed_everything)
     first, again, other = got["parameters"], got["again"], got["other"]
-    inputs = f"Cruncher({dim}, {num_layers}) after torch.manual_seed(s), s again, and s + 1"
+    inputs = f"Cruncher({dim}, {num_layers}) {STAND_IN_LINEAR} after torch.manual_seed(s), s again, and s + 1"
     same_seed = all(torch.equal(first[n], again[n]) for n in first)
     other_seed = any(not torch.equal(first[n], other[n]) for n in first)
     layers = [first[f"layers.{i}.weight"] for i in range(num_layers)]
@@ -81,7 +81,7 @@ def test_cruncher_with_no_hidden_layer():
     dim = 5
     got = A.run_cruncher_init(dim, 0)
     check_equal({n: tuple(p.shape) for n, p in got["parameters"].items()}, {"final.weight": (dim, 1)},
-                what="parameter names and shapes", inputs="Cruncher(5, 0)", see=f"{SEE} §7.2")
+                what="parameter names and shapes", inputs=f"Cruncher(5, 0) {STAND_IN_LINEAR}", see=f"{SEE} §7.2")
     state = {"final.weight": torch.randn(dim, 1)}
     x = torch.randn(3, dim)
     check_tensor(A.run_cruncher(dim, 0, state, x), chain(state, 0, x), **FLOAT32, what="Cruncher(5, 0): the "
@@ -95,7 +95,7 @@ def test_cruncher_forward_of_any_size(batch, dim, num_layers):
     x = torch.randn(batch, dim)
     check_tensor(A.run_cruncher(dim, num_layers, state, x), chain(state, num_layers, x), **FLOAT32,
                  what="Cruncher output: the layers in order, then the final layer, one number per example",
-                 inputs=f"Cruncher({dim}, {num_layers}), x {describe(x)}", see=f"{SEE} §7.2")
+                 inputs=f"Cruncher({dim}, {num_layers}) {STAND_IN_LINEAR}, x {describe(x)}", see=f"{SEE} §7.2")
 
 
 @pytest.mark.points(1)
@@ -106,7 +106,8 @@ def test_cruncher_gradients_reach_every_weight():
     leaves = {name: t.clone().requires_grad_() for name, t in state.items()}
     chain(leaves, num_layers, x).sum().backward()
     got = A.run_cruncher_gradients(dim, num_layers, state, x)
-    check_equal(sorted(got), sorted(state), what="parameters by name", inputs="Cruncher(4, 3)", see=f"{SEE} §7.2")
+    check_equal(sorted(got), sorted(state), what="parameters by name", inputs=f"Cruncher(4, 3) {STAND_IN_LINEAR}",
+                see=f"{SEE} §7.2")
     for name, leaf in leaves.items():
         assert got[name] is not None, explain(f"the gradient of {name}", inputs="Cruncher(4, 3), loss = sum of outputs",
                                               expected="a tensor", got="None (is the weight an nn.Parameter, used "

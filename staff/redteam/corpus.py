@@ -4,8 +4,13 @@ Each case is a folder under `cases/` with a `case.toml`:
 
     description   what the submission tries
     honest        the problems whose modules are the reference's (a list, or "all"); the rest are stubs
+    graded        the problems its grade runs (`--problems`; a list, default "all"): every honest problem
+                  and every problem an `attack_in` function belongs to. An attack made at import needs
+                  no more than a few honest problems to show that the grade goes on unharmed, and each
+                  problem graded costs time in every test run
     lose          the honest problems the attack may cost points (it must cost some); every other honest
-                  problem must keep all its points, and every problem not honest must score 0
+                  problem must keep all its points, and every problem not honest must score 0 (one not
+                  graded scores 0 of 0)
     message       text the results must contain (the clear message the attack ends in)
     no_leak       the results may not contain a line of the hidden tests
     survivors     no process whose command line starts with this may be left after grading
@@ -58,6 +63,7 @@ class Case:
     name: str
     description: str
     honest: tuple[int, ...] = ()
+    graded: tuple[int, ...] = tuple(MODULES)
     lose: tuple[int, ...] = ()
     message: str | None = None
     no_leak: bool = False
@@ -89,14 +95,15 @@ def load_cases() -> list[Case]:
     for folder in sorted(p for p in CASES.iterdir() if p.is_dir()):
         try:
             spec = tomllib.loads((folder / "case.toml").read_text(encoding="utf-8"))
-            if spec.get("honest") == "all":
-                spec["honest"] = list(MODULES)
+            for key in ("honest", "graded"):
+                if spec.get(key, "all") == "all":
+                    spec[key] = list(MODULES)
             without = spec.pop("without", [[]])
             if not all(isinstance(off, list) and set(off) <= set(PROTECTIONS) for off in without):
                 raise TypeError(f"'without' must be lists of {PROTECTIONS}")
             variants = [Case(name="-without-".join([folder.name, "-and-".join(off)]) if off else folder.name,
                              folder=folder, off=tuple(off),
-                             **{k: tuple(v) if k in ("honest", "lose", "attack_in", "outcomes") else v
+                             **{k: tuple(v) if k in ("honest", "graded", "lose", "attack_in", "outcomes") else v
                                 for k, v in spec.items()})
                         for off in without]
         except (OSError, tomllib.TOMLDecodeError, TypeError) as error:
@@ -105,6 +112,12 @@ def load_cases() -> list[Case]:
         if not set(case.lose) <= set(case.honest) <= set(MODULES):
             raise ValueError(f"{folder / 'case.toml'}: 'honest' must be problems of {sorted(MODULES)} (or \"all\"), "
                              f"and 'lose' some of them")
+        attacked = {number for number, module in MODULES.items()
+                    if any(name.split(".")[0] in (module, "*") for name in case.attack_in)}
+        if not (set(case.honest) | attacked) <= set(case.graded) <= set(MODULES):
+            raise ValueError(f"{folder / 'case.toml'}: 'graded' must be problems of {sorted(MODULES)} (or \"all\") "
+                             f"holding every honest problem and every problem its attack is in "
+                             f"({sorted(set(case.honest) | attacked)})")
         if case.upload != "folder" and case.upload not in UPLOADS:
             raise ValueError(f"{folder / 'case.toml'}: unknown upload {case.upload!r}; known: {sorted(UPLOADS)}")
         cases.extend(variants)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from staff.redteam.corpus import Case, load_cases
+from staff.redteam.corpus import MODULES, Case, load_cases
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.settings import Settings
 
@@ -41,7 +41,8 @@ ABSTRACT_BUS = "\0cs336-stand-in-session-bus"
 
 def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
     """The red team's grader: each case (by its upload's name) with the protections it names turned
-    off, its own visibility of the hidden tests, memory setting and run limit; anything else as it is."""
+    off, its own problems, visibility of the hidden tests, memory setting and run limit; anything
+    else as it is."""
     from staff.grade import grade
 
     settings = Settings(test_timeout_s=TEST_TIMEOUT_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1,
@@ -58,6 +59,8 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
             chosen["hidden_visibility"] = case.hidden_visibility
         if case.run_timeout_s:
             chosen["run_timeout_s"] = case.run_timeout_s
+        if set(case.graded) != set(MODULES):
+            chosen["problems"] = tuple(sorted(case.graded))
         return grade(path, dataclasses.replace(settings, **chosen), jobs=2, progress=False, on_graded=on_graded)
 
     return grader
