@@ -9,6 +9,7 @@ tests and not every Cruncher test as well.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 from unittest import mock
@@ -80,13 +81,35 @@ class _StandInLinear(torch.nn.Module):
         return x @ self.weight
 
 
+def _called_like(student: object) -> type[_StandInLinear]:
+    """The stand-in, called as the student's Linear is: its sizes are the first two parameters of the
+    student's signature, however the Cruncher passes them (Linear(dim, dim), Linear(in_features=dim,
+    out_features=dim) where the student named them so); anything after them (a device, a dtype) is
+    ignored."""
+    try:
+        signature = inspect.signature(student)
+    except (TypeError, ValueError):
+        signature = None
+
+    class CalledLikeTheStudents(_StandInLinear):
+        def __init__(self, *args, **kwargs) -> None:
+            try:
+                sizes = list(signature.bind(*args, **kwargs).arguments.values()) if signature else list(args)
+            except TypeError:
+                sizes = list(args)
+            super().__init__(*sizes[:2])
+
+    return CalledLikeTheStudents
+
+
 def _cruncher(dim: int, num_layers: int) -> torch.nn.Module:
     """The student's Cruncher(dim, num_layers), its layers made by the stand-in Linear: Cruncher looks
     Linear up in its module when it is built, so the stand-in takes its place there for that time
     (a Cruncher that makes its weights some other way is built as it is)."""
     from cs336_basics import model
 
-    with mock.patch.object(model, "Linear", _StandInLinear) if hasattr(model, "Linear") else nullcontext():
+    student = getattr(model, "Linear", None)
+    with mock.patch.object(model, "Linear", _called_like(student)) if student is not None else nullcontext():
         return model.Cruncher(dim, num_layers)
 
 
