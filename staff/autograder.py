@@ -26,6 +26,17 @@ DEADLINE_S = 540  # Gradescope's default limit is 600 s; set-up, writing and a m
 SETTINGS_FILE = Path(__file__).resolve().parent / "settings.json"
 
 
+def _known_provenance() -> dict:
+    """The suite and grader this autograder grades with (staff.provenance), for the results it writes
+    before or without a grade; what cannot be read is left out rather than stop the autograder."""
+    try:
+        from staff import provenance
+
+        return {"suite": provenance.suite(True), "grader": provenance.grader()}
+    except Exception:  # noqa: BLE001 - the placeholder must be written whatever this finds
+        return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m staff.autograder", description=__doc__)
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")),
@@ -37,14 +48,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = args.root / "results" / "results.json"
     started = time.monotonic()
+    known = _known_provenance()
     write_json_atomically(failure_results("Grading started but did not finish; please submit again or tell the "
-                                          "course staff."), results)
+                                          "course staff.", provenance=known), results)
     from staff.sandbox import memory
 
     shortage = memory.too_small(memory.limit_bytes())
     if shortage is not None:  # no test would mean anything: say so to the staff, blame no one
         print(shortage, file=sys.stderr)
-        write_json_atomically(failure_results(shortage, time.monotonic() - started, Outcome.OUT_OF_MEMORY), results)
+        write_json_atomically(failure_results(shortage, time.monotonic() - started, Outcome.OUT_OF_MEMORY, known),
+                              results)
         return 0
     try:
         from staff.grade import grade
@@ -64,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(shown_text(failure), file=sys.stderr)  # the console the staff read: no terminal escapes
         write_json_atomically(failure_results("The autograder itself failed, so your submission was not graded "
                                               "(this is not your fault; tell the course staff).",
-                                              time.monotonic() - started), results)
+                                              time.monotonic() - started, provenance=known), results)
         return 1
     return 0
 

@@ -3,10 +3,14 @@
 DIR holds one folder or zip per student, or is Gradescope's "Export Submissions" download: folders
 `submission_<id>/` and a `submission_metadata.yml` naming each folder's submitters. Every
 submission's results.json goes to OUT/<name>/results.json, written atomically, so a batch that is
-killed loses nothing finished and leaves nothing half-written; running the same command again
-grades only what is missing or was not graded (or everything, with --force). The GPU part (`staff
-grade --gpu`) goes to OUT/<name>/results-gpu.json. OUT then gets the gradebook (grades.csv,
-summary.md and charts: staff/batch_report.py), which adds the GPU part to the CPU grade.
+killed loses nothing finished and leaves nothing half-written. Running the same command again
+grades what is missing and what is stale: a grade whose suite, settings or submission differ from
+what a grade made now would use (staff/course/stale.py says why, and the batch prints how many for
+each reason); --force grades everything again. A grade made again keeps the one it replaces beside
+it (results.previous.json), and the batch writes what moved between them (diff.md, diff.json:
+staff/course/diff.py). The GPU part (`staff grade --gpu`) goes to OUT/<name>/results-gpu.json. OUT then
+gets the gradebook (grades.csv, summary.md, tests.csv, report.html and charts: staff/batch_report.py),
+which adds the GPU part to the CPU grade.
 
 A results file without the extra_data fields the gradebook reads (each test's problem and part,
 the grade's outcome), written by an older grader, counts as not graded: the next run grades that
@@ -18,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import sys
 import threading
 import time
 import traceback
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from staff.course.stale import NOT_GRADED, Current, reason_lines, why_regrade
 from staff.gradescope import PARTS, failure_results, validate_results, write_json_atomically
 from staff.outcomes import Outcome
 from staff.stopping import stop_requested
@@ -100,6 +106,23 @@ def meta_name(results: str) -> str:
     return "meta.json" if results == RESULTS else "meta-gpu.json"
 
 
+def previous_name(name: str) -> str:
+    """Where a results or meta file's grade goes when a batch grades the submission again:
+    results.json -> results.previous.json."""
+    return name.removesuffix(".json") + ".previous.json"
+
+
+def _keep_previous(out: Path, results: str) -> None:
+    """Move a complete earlier grade (results and meta) aside before a new one is written, so the
+    two can be compared (`staff diff OUT`); an unreadable or half-written one is not kept."""
+    if graded(out / results) is None:
+        return
+    meta = out / meta_name(results)
+    if meta.is_file():
+        os.replace(meta, out / previous_name(meta.name))
+    os.replace(out / results, out / previous_name(results))
+
+
 OUTCOMES = {outcome.value for outcome in Outcome}
 
 
@@ -166,6 +189,7 @@ def grade_one(submission: Submission, out: Path, grader: Callable[..., object], 
         if stop_requested() or delivered:
             return  # this process is being stopped, perhaps by the signal that ended this grade: not graded
         error = error_text(document["extra_data"])
+        _keep_previous(out, results)
         write_json_atomically({"student_id": submission.student_id, "name": submission.name,
                                "email": submission.email, "submission": submission.key,
                                "seconds": round(time.monotonic() - started, 2), "error": error},
@@ -187,20 +211,36 @@ def grade_one(submission: Submission, out: Path, grader: Callable[..., object], 
     deliver(document)
 
 
+def to_grade(submissions: list[Submission], out: Path, results: str = RESULTS, current: Current | None = None,
+             force: bool = False) -> dict[str, str]:
+    """{key: why} for each of `submissions` whose grade in `out` must be made now: missing, the
+    grader's failure, or (given `current`) stale (staff/course/stale.py); every one with `force`."""
+    reasons = {}
+    for submission in submissions:
+        why = "graded again on request (--force)" if force else \
+            why_regrade(graded(out / submission.key / results), current, submission.path)
+        if why is not None:
+            reasons[submission.key] = why
+    return reasons
+
+
 def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs: int, force: bool = False,
                 progress: bool = True, results: str = RESULTS,
-                shard: tuple[int, int] | None = None) -> tuple[list[str], list[Path]]:
-    """Grade every submission of `folder` not yet finished in `out` (all of them with `force`),
-    `jobs` at a time, each into OUT/<name>/`results`, then write the gradebook from every part
-    found there; its summary lines and files. With `shard` (K, N), grade only shard K of N
-    (staff/cluster/shards.py) and write no gradebook: other shards may be writing into `out` at the
-    same time, and `staff gradebook OUT` writes it once they are done.
+                shard: tuple[int, int] | None = None, current: Current | None = None) -> tuple[list[str], list[Path]]:
+    """Grade every submission of `folder` whose grade in `out` is missing or stale (see `to_grade`;
+    `current`: what the grader's grades record of their suite and settings, None to regrade only
+    what is missing), `jobs` at a time, each into OUT/<name>/`results`, then write the gradebook from
+    every part found there and the diff of what moved; the summary lines and files written. With
+    `shard` (K, N), grade only shard K of N (staff/cluster/shards.py) and write no gradebook: other
+    shards may be writing into `out` at the same time, and `staff gradebook OUT` writes it once they
+    are done.
 
     Raises:
         BatchError: `folder` cannot be read, or `out` is inside it.
     """
     from staff.batch_report import write_gradebook
     from staff.cluster.shards import in_shard
+    from staff.course.diff import write_batch_diff
 
     submissions = find_submissions(folder)
     out = out.resolve()
@@ -211,7 +251,10 @@ def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs:
     for submission in mine:  # what an earlier run, stopped mid-write, left half-written (never another shard's)
         for stale in (out / submission.key).glob(".*.tmp"):
             stale.unlink(missing_ok=True)
-    todo = [s for s in mine if force or not finished(out / s.key, results)]
+    reasons = to_grade(mine, out, results, current, force)
+    todo = [s for s in mine if s.key in reasons]
+    for line in reason_lines({k: v for k, v in reasons.items() if v != NOT_GRADED}, "to grade again"):
+        print(line, file=sys.stderr)
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
             tqdm(total=len(mine), initial=len(mine) - len(todo), unit="submission", desc="batch",
@@ -221,7 +264,11 @@ def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs:
             future.result()
             with lock:
                 bar.update(1)
+    done = reason_lines(reasons, "graded now") or [f"0 graded now: every grade of the {len(mine)} is current"]
     if shard:
         return [f"shard {shard[0]}/{shard[1]}: {len(mine)} of {len(submissions)} submissions, {len(todo)} graded "
-                f"now, {len(mine) - len(todo)} already done"], [out / s.key / results for s in mine]
-    return write_gradebook(submissions, out)
+                f"now, {len(mine) - len(todo)} kept", *done], [out / s.key / results for s in mine]
+    moved, diff_files = write_batch_diff(out, [s for s in todo if (out / s.key / previous_name(results)).is_file()],
+                                         results)
+    lines, files = write_gradebook(submissions, out)
+    return [*done, *moved, "", *lines], [*files, *diff_files]

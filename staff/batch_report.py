@@ -1,6 +1,9 @@
-"""The gradebook of a batch (`staff grade --batch`, `staff gradebook`): grades.csv, summary.md and
-charts, written from the results files the batch left in OUT; a submission's CPU grade and GPU
-part (results-gpu.json) make one row, and grades.csv has public, hidden and gpu columns.
+"""The gradebook of a batch (`staff grade --batch`, `staff gradebook`): grades.csv, summary.md,
+tests.csv (how each test fares), report.html (staff/course/report.py) and charts, written from the
+results files the batch left in OUT. Every submission is a row, the ungraded flagged; a submission's
+CPU grade and GPU part (results-gpu.json) make one row, and grades.csv has public, hidden and gpu
+columns. A problem a grade did not grade (`--problems`) is an empty cell, never 0, and the row's
+status says "partial".
 
 It reads results files by their extra_data fields (each test's problem and part, the grade's
 outcome), never by their prose or tags; a results file that lacks them counts as not graded
@@ -14,24 +17,34 @@ import csv
 import json
 import statistics
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters._text import shown_text
 from staff.atomic import atomic_file, write_text_atomic
-from staff.batch import RESULTS, RESULTS_GPU, Submission, graded, meta_name, recorded
+from staff.batch import RESULTS, RESULTS_GPU, Submission, graded, meta_name
+from staff.course.analytics import Result, Tally, failure_message, tally_tests, top_messages
+from staff.course.report import ProblemScores, write_report
 from staff.gradescope import PARTS
+from staff.outcomes import Outcome
+from staff.provenance import suite_label
 from tests.grading import PROBLEMS, TITLE_WIDTH
+
+GRADED, PARTIAL, NOT_GRADED = "graded", "partial", "not graded"
 
 
 @dataclass
 class Row:
     submission: Submission
     points: dict[tuple[int, str], float]  # (problem, "public" / "hidden" / "gpu") -> points earned
-    possible: dict[tuple[int, str], float]
+    possible: dict[tuple[int, str], float]  # only the parts of the problems graded
     failed: list[tuple[int, str]]  # (problem, test name) of each failed test
     seconds: float
     error: str
+    status: str = NOT_GRADED  # GRADED, PARTIAL (some problems only: the rest are not graded, never 0) or NOT_GRADED
+    suites: tuple[str, ...] = ()  # the suite of each part, as staff.provenance.suite_label shows it
+    results: list[Result] = field(default_factory=list)  # every test's result, for the per-test analytics
 
     @property
     def total(self) -> float:
@@ -40,6 +53,9 @@ class Row:
     @property
     def max_total(self) -> float:
         return sum(self.possible.values())
+
+    def graded_problem(self, number: int) -> bool:
+        return any(key[0] == number for key in self.possible)
 
 
 def _read(path: Path) -> dict:
@@ -51,19 +67,35 @@ def _read(path: Path) -> dict:
 
 def load_row(out: Path, submission: Submission) -> Row:
     """One submission's line of the gradebook, from what grade_one (and a GPU grade) wrote: each
-    finished results file's tests, by the problem and part their extra_data names."""
+    complete results file's tests, by the problem and part their extra_data names. A grade of some
+    problems only (its provenance's settings name them) is PARTIAL; one with no results, or whose
+    grade said nothing of the submission (the grader's own failure), is NOT_GRADED."""
     points: dict[tuple[int, str], float] = {}
     possible: dict[tuple[int, str], float] = {}
-    failed = []
+    failed, results, suites = [], [], []
+    status = NOT_GRADED
     for name in (RESULTS, RESULTS_GPU):
-        for test in (graded(out / name) or {}).get("tests", []):
+        document = graded(out / name)
+        if document is None or Outcome(document["extra_data"]["outcome"]).grader_failure:
+            continue
+        record = document["extra_data"].get("provenance") or {}
+        if isinstance(record.get("suite"), dict):
+            suites.append(suite_label(record["suite"]))
+        partial = name == RESULTS and (record.get("settings") or {}).get("problems") is not None
+        status = PARTIAL if partial or status == PARTIAL else GRADED
+        for test in document.get("tests", []):
             problem, part = test["extra_data"]["problem"], test["extra_data"]["part"]
             points[problem, part] = points.get((problem, part), 0.0) + float(test.get("score", 0))
             possible[problem, part] = possible.get((problem, part), 0.0) + float(test.get("max_score", 0))
-            if test.get("status") == "failed":
-                failed.append((problem, str(test.get("name", "?")).split("[", 1)[0]))
+            name_only = str(test.get("name", "?")).split("[", 1)[0]
+            passed = test.get("status") != "failed"
+            if not passed:
+                failed.append((problem, name_only))
+            results.append(Result(str(test["extra_data"].get("nodeid", name_only)), str(test.get("name", "?")),
+                                  problem, passed, "" if passed else failure_message(test.get("output", ""))))
     meta = _read(out / meta_name(RESULTS)) or _read(out / meta_name(RESULTS_GPU))
-    return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")))
+    return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")),
+               status, tuple(dict.fromkeys(suites)), results)
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t")  # OWASP's CSV injection (its "\r" shown_text replaces)
@@ -76,40 +108,90 @@ def spreadsheet_safe(text: str) -> str:
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
+def _points_cell(row: Row, keys: list[tuple[int, str]]) -> str:
+    """Points earned over `keys`, or "" where none of them was graded (not graded is never 0)."""
+    graded_keys = [key for key in keys if key in row.possible]
+    return f"{sum(row.points.get(key, 0.0) for key in graded_keys):g}" if graded_keys else ""
+
+
+def columns(parts: list[str]) -> list[tuple[str, Callable[[Row], str]]]:
+    """grades.csv's columns, in order: each one's header and how a row fills it (one list for both)."""
+    who = [("student_id", lambda r: spreadsheet_safe(r.submission.student_id)),
+           ("name", lambda r: spreadsheet_safe(r.submission.name)),
+           ("email", lambda r: spreadsheet_safe(r.submission.email)),
+           ("submission", lambda r: spreadsheet_safe(r.submission.key)),
+           ("status", lambda r: r.status)]
+    per_problem = [(f"p{n}_{part}", lambda r, key=(n, part): _points_cell(r, [key]))
+                   for n in PROBLEMS for part in parts]
+    per_part = [(part, lambda r, part=part: _points_cell(r, [(n, part) for n in PROBLEMS])) for part in parts]
+    totals = [("total", lambda r: f"{r.total:g}" if r.possible else ""),
+              ("max_total", lambda r: f"{r.max_total:g}" if r.possible else ""),
+              ("suite", lambda r: "; ".join(r.suites)),
+              ("wall_s", lambda r: f"{r.seconds:.1f}"),
+              ("error", lambda r: spreadsheet_safe(r.error))]
+    return who + per_problem + per_part + totals
+
+
 def write_csv(rows: list[Row], path: Path) -> None:
-    """grades.csv: who, per-problem points by part, totals, wall time and error; one row per submission."""
-    parts = [p for p in PARTS if any(key[1] == p for row in rows for key in row.possible)]
-    header = ["student_id", "name", "email", "submission"]
-    header += [f"p{n}_{part}" for n in PROBLEMS for part in parts]
-    header += [*parts, "total", "max_total", "wall_s", "error"]
+    """grades.csv: who, status, per-problem points by part (empty where not graded), totals, the suite,
+    wall time and error; one row per submission, graded or not."""
+    parts = [p for p in PARTS if any(key[1] == p for row in rows for key in row.possible)] or ["public", "hidden"]
+    chosen = columns(parts)
     with atomic_file(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(header)
+        writer.writerow([name for name, _ in chosen])
         for row in rows:
-            s = row.submission
-            writer.writerow([spreadsheet_safe(text) for text in (s.student_id, s.name, s.email, s.key)]
-                            + [f"{row.points.get((n, part), 0.0):g}" for n in PROBLEMS for part in parts]
-                            + [f"{sum(v for k, v in row.points.items() if k[1] == part):g}" for part in parts]
-                            + [f"{row.total:g}", f"{row.max_total:g}", f"{row.seconds:.1f}",
-                               spreadsheet_safe(row.error)])
+            writer.writerow([cell(row) for _, cell in chosen])
+
+
+TEST_COLUMNS = ("problem", "test", "nodeid", "ran", "failed", "failure_rate", "suspect", "top_message",
+                "top_message_count", "distinct_messages")
+
+
+def write_test_csv(stats: list[Tally], path: Path) -> None:
+    """tests.csv: one row per test, TEST_COLUMNS in order."""
+    with atomic_file(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(TEST_COLUMNS)
+        for s in stats:
+            top = top_messages(s, 1)
+            writer.writerow([s.problem, spreadsheet_safe(s.name), spreadsheet_safe(s.nodeid), s.ran, s.failed,
+                             f"{s.failure_rate:.3f}", spreadsheet_safe(s.suspect),
+                             spreadsheet_safe(top[0][0]) if top else "", top[0][1] if top else 0, len(s.messages)])
+
+
+def problem_scores(rows: list[Row]) -> list[ProblemScores]:
+    """Each problem's points in every grade that graded it, and the most a grade of it could earn."""
+    found = []
+    for number, problem in PROBLEMS.items():
+        graded_rows = [r for r in rows if r.graded_problem(number)]
+        earned = [sum(v for k, v in r.points.items() if k[0] == number) for r in graded_rows]
+        top = max((sum(v for k, v in r.possible.items() if k[0] == number) for r in graded_rows), default=0.0)
+        found.append(ProblemScores(number, problem.title, top, earned))
+    return found
 
 
 def summarize(rows: list[Row]) -> tuple[list[str], list[tuple[str, int]]]:
-    """(lines of the per-problem table, the most-failed tests with how many submissions failed each)."""
-    header = f"{'problem':<{TITLE_WIDTH}}{'mean':>8}{'median':>8}{'max':>6}{'full marks':>12}"
+    """(lines of the per-problem table over the grades of each problem, the most-failed tests with how
+    many submissions failed each)."""
+    header = f"{'problem':<{TITLE_WIDTH}}{'graded':>8}{'mean':>8}{'median':>8}{'max':>6}{'full marks':>12}"
     lines = [header, "-" * len(header)]
-    for number, problem in PROBLEMS.items():
-        earned = [sum(v for k, v in r.points.items() if k[0] == number) for r in rows]
-        top = max((sum(v for k, v in r.possible.items() if k[0] == number) for r in rows), default=0.0)
-        full = sum(e >= top > 0 for e in earned) / len(rows) if rows else 0.0
+    for scores in problem_scores(rows):
+        number, earned, top = scores.number, scores.earned, scores.possible
+        problem = PROBLEMS[number]
+        full = sum(e >= top > 0 for e in earned) / len(earned) if earned else 0.0
         mean = statistics.fmean(earned) if earned else 0.0
         median = statistics.median(earned) if earned else 0.0
         title = f"{number}. {problem.title}"
-        lines.append(f"{title:<{TITLE_WIDTH}}{mean:>8.1f}{median:>8.1f}{top:>6g}{full:>11.0%}")
-    totals = [r.total for r in rows]
-    if totals:
-        lines.append(f"{'total':<{TITLE_WIDTH}}{statistics.fmean(totals):>8.1f}{statistics.median(totals):>8.1f}"
-                     f"{max(r.max_total for r in rows):>6g}")
+        if not earned:
+            lines.append(f"{title:<{TITLE_WIDTH}}{0:>8}   not graded")
+            continue
+        lines.append(f"{title:<{TITLE_WIDTH}}{len(earned):>8}{mean:>8.1f}{median:>8.1f}{top:>6g}{full:>11.0%}")
+    whole = [r for r in rows if r.status == GRADED]
+    if whole:
+        totals = [r.total for r in whole]
+        lines.append(f"{'total (whole grades)':<{TITLE_WIDTH}}{len(whole):>8}{statistics.fmean(totals):>8.1f}"
+                     f"{statistics.median(totals):>8.1f}{max(r.max_total for r in whole):>6g}")
     counts = Counter(f"{problem}. {name}" for r in rows for problem, name in set(r.failed))
     # Ties by name: the order of a set of strings changes from process to process (PYTHONHASHSEED).
     return lines, sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
@@ -151,21 +233,51 @@ def draw_charts(rows: list[Row], most_failed: list[tuple[str, int]], folder: Pat
     return paths
 
 
+def suite_warning(rows: list[Row]) -> str:
+    """A warning when the grades come from more than one suite (by hash), else ""."""
+    by_hash = Counter(label.split("(", 1)[-1] for r in rows for label in r.suites)
+    if len(by_hash) <= 1:
+        return ""
+    labels = {label.split("(", 1)[-1]: label for r in rows for label in r.suites}
+    mixed = ", ".join(f"{labels[h]} for {count}" for h, count in by_hash.most_common())
+    return (f"warning: these grades come from {len(by_hash)} suites ({mixed}); run the batch again to grade "
+            "the stale ones with this tree's suite")
+
+
 def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str], list[Path]]:
-    """grades.csv, summary.md and charts from every submission under `out` with a finished CPU grade,
-    GPU part or both (a row holds whichever parts it has); the summary's lines and the files written."""
-    rows = [load_row(out / s.key, s) for s in submissions
-            if recorded(out / s.key) or recorded(out / s.key, RESULTS_GPU)]
+    """grades.csv (a row per submission, the ungraded flagged), summary.md, tests.csv (per-test
+    analytics), report.html and charts from what `out` holds; the summary's lines and the files written."""
+    rows = [load_row(out / s.key, s) for s in submissions]
+    graded_rows = [r for r in rows if r.status != NOT_GRADED]
     write_csv(rows, out / "grades.csv")
-    table, most_failed = summarize(rows)
-    lines = [f"{len(rows)} of {len(submissions)} submissions graded", "", *table, "",
-             "most-failed tests (submissions failing them):"]
+    stats = tally_tests([r.results for r in graded_rows])
+    write_test_csv(stats, out / "tests.csv")
+    table, most_failed = summarize(graded_rows)
+    partial = [r for r in rows if r.status == PARTIAL]
+    waiting = [r for r in rows if r.status == NOT_GRADED]
+    counts = f"{len(graded_rows) - len(partial)} of {len(submissions)} submissions graded whole"
+    counts += f", {len(partial)} partly (some problems only)" if partial else ""
+    counts += f", {len(waiting)} not graded" if waiting else ""
+    warning = suite_warning(rows)
+    lines = [counts, *([warning] if warning else []), "", *table, "", "most-failed tests (submissions failing them):"]
     lines += [f"  {count:>4}  {name}" for name, count in most_failed] or ["  none"]
-    errors = [r for r in rows if r.error]
+    suspects = [s for s in stats if s.suspect]
+    if suspects:
+        lines += ["", f"{len(suspects)} suspect test(s) (see tests.csv and report.html):"]
+        lines += [f"  {s.name} (problem {s.problem}): {s.suspect}" for s in suspects[:20]]
+    if waiting:
+        lines += ["", f"{len(waiting)} submission(s) not graded:"] + [
+            f"  {r.submission.key}: {r.error or 'no grade yet (run the batch again)'}" for r in waiting[:20]]
+    errors = [r for r in graded_rows if r.error]
     if errors:
         lines += ["", f"{len(errors)} submission(s) with an error:"] + [f"  {r.submission.key}: {r.error}"
                                                                          for r in errors[:20]]
     lines = [shown_text(line) for line in lines]  # submission names and errors are the students' text
     write_text_atomic(out / "summary.md", "# Batch summary\n\n```text\n" + "\n".join(lines) + "\n```\n")
-    charts = draw_charts(rows, most_failed, out / "charts") if rows else []
-    return lines, [out / "grades.csv", out / "summary.md", *charts]
+    suites = sorted({label for r in rows for label in r.suites})
+    facts = [counts, f"suite(s): {', '.join(suites) or 'none recorded'}",
+             f"{sum(1 for s in stats if s.suspect)} suspect test(s), {len(stats)} tests in all"]
+    report = write_report(out, f"Course report: {out.name}", facts, [warning] if warning else [],
+                          problem_scores(graded_rows), stats)
+    charts = draw_charts(graded_rows, most_failed, out / "charts") if graded_rows else []
+    return lines, [out / "grades.csv", out / "summary.md", out / "tests.csv", report, *charts]

@@ -10,10 +10,12 @@ grading needs: the grader, the sandbox, the hidden suite and the list of the tes
 
 from __future__ import annotations
 
+import json
 import stat
 import zipfile
 from pathlib import Path
 
+from staff import provenance
 from staff.atomic import atomic_file
 from staff.autograder import DEADLINE_S, SETTINGS_FILE
 from staff.collected import COLLECTED_FILE, dumps
@@ -28,8 +30,8 @@ FILES = Path(__file__).resolve().parent / "autograder_files"
 TOP_FILES = {"setup.sh": FILES / "setup.sh", "run_autograder": FILES / "run_autograder"}
 TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/atomic.py",
         "staff/autograder.py", "staff/collected.py", "staff/grade.py", "staff/gradescope.py", "staff/outcomes.py",
-        "staff/problem_files.py", "staff/scrub.py", "staff/selection.py", "staff/submission.py", "staff/suite_run.py",
-        "staff/upload.py", "staff/sandbox", "staff/hidden"]
+        "staff/problem_files.py", "staff/provenance.py", "staff/scrub.py", "staff/selection.py", "staff/submission.py",
+        "staff/suite_run.py", "staff/upload.py", "staff/sandbox", "staff/hidden"]
 SETTINGS_IN_BUNDLE = f"staff/{SETTINGS_FILE.name}"  # beside staff/autograder.py, which reads it
 EXECUTABLE = {"setup.sh", "run_autograder"}
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
@@ -94,12 +96,37 @@ def graded_test_list(source: Path, hidden_visibility: str) -> str:
     return dumps(tests, listing_key(source, True, None, False, hidden_visibility))
 
 
+def recorded_provenance(source: Path, allow_uncommitted: bool) -> dict:
+    """What the bundle records of its own source (staff/provenance.json in it: `staff.provenance`
+    reads it where there is no git checkout): the grader's version, commit and whether the files the
+    bundle is built from were committed, and the suite it grades with.
+
+    Raises:
+        ReleaseError: `source` is not a git checkout, or the bundle's files have uncommitted changes,
+            and `allow_uncommitted` is false.
+    """
+    sources = [*TREE, "staff/autograder_files", ".python-version"]
+    changes = provenance.uncommitted(source, sources)
+    if changes is None and not allow_uncommitted:
+        raise ReleaseError(f"{source} is not a git checkout, so no grade could say which commit graded it; "
+                           "build the bundle from a clone, or pass --allow-uncommitted (every grade then says so)")
+    if changes and not allow_uncommitted:
+        raise ReleaseError("the bundle's files have uncommitted changes, so its grades could not say what graded "
+                           "them:\n  " + "\n  ".join(changes[:20]) + "\ncommit them (and add a CHANGELOG entry for a "
+                           "changed test), or pass --allow-uncommitted (every grade then says so)")
+    grader = provenance.grader(source)
+    grader.pop("from", None)
+    return {"grader": {**grader, "clean": changes == [], "uncommitted": changes or []},
+            "suite": provenance.suite(True, source)}
+
+
 def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility: str = HIDDEN_VISIBILITY,
-                 deadline_s: float = DEADLINE_S) -> str:
+                 deadline_s: float = DEADLINE_S, allow_uncommitted: bool = False) -> str:
     """Write the autograder zip to `out` (atomically, after the checks); a one-line summary.
 
     Raises:
-        ReleaseError: `out` exists (without `force`) or is not a .zip, or a check failed.
+        ReleaseError: `out` exists (without `force`) or is not a .zip, a check failed, or the tree has
+            uncommitted changes to the bundle's files (without `allow_uncommitted`).
     """
     if out.suffix != ".zip":
         raise ReleaseError(f"{out}: the autograder is a .zip file; give a name ending in .zip")
@@ -107,6 +134,7 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
         raise ReleaseError(f"{out} exists; pass --force to replace it")
     if hidden_visibility not in VISIBILITIES:
         raise ReleaseError(f"hidden visibility {hidden_visibility!r} is not one of {VISIBILITIES}")
+    recorded = recorded_provenance(source, allow_uncommitted)
     python, uv = python_pin(source), uv_pin()
     # The pins are install steps of setup.sh (shell, before any Python); the grade's settings are a file.
     pins = {b"@PYTHON_VERSION@": python.encode(), b"@UV_VERSION@": uv.encode()}
@@ -116,7 +144,8 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
     if problems:
         raise ReleaseError("the bundle would not be safe to upload:\n  " + "\n  ".join(problems[:40]))
     generated = {COLLECTED_FILE: graded_test_list(source, hidden_visibility).encode(),
-                 SETTINGS_IN_BUNDLE: grade_settings.to_json().encode()}
+                 SETTINGS_IN_BUNDLE: grade_settings.to_json().encode(),
+                 provenance.RECORDED: (json.dumps(recorded, indent=1, sort_keys=True) + "\n").encode()}
     with atomic_file(out, "wb") as stream, zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         contents = {name: path.read_bytes() for name, path in files.items()} | generated
         for name, data in sorted(contents.items()):
@@ -127,8 +156,10 @@ def build_bundle(out: Path, source: Path, force: bool = False, hidden_visibility
             for placeholder, value in pins.items() if name in EXECUTABLE else ():
                 data = data.replace(placeholder, value)
             zf.writestr(info, data)
+    state = "committed" if recorded["grader"]["clean"] else "WITH UNCOMMITTED CHANGES (every grade says so)"
     return (f"autograder written to {out}: {len(contents)} files, {out.stat().st_size / 1024:.0f} KiB; "
-            f"setup.sh installs Python {python} with uv {uv}")
+            f"setup.sh installs Python {python} with uv {uv}; suite {provenance.suite_label(recorded['suite'])}, "
+            f"commit {str(recorded['grader']['commit'])[:10]}, {state}")
 
 
 def unpack(bundle: Path, dest: Path) -> None:

@@ -211,6 +211,16 @@ def check_version(repo: Path, points: Totals) -> list[Finding]:
     return found
 
 
+def check_changelog_entry(repo: Path, points: Totals) -> list[Finding]:
+    """Every graded test changed since the last release is named under the CHANGELOG's Unreleased
+    entry (staff/release/changes.py): a grade made with it differs, and students and the staff read why there."""
+    from staff.release.changes import unmentioned
+
+    release, missing = unmentioned(repo)
+    return [Finding("CHANGELOG.md", f"{test.path} changed since release {release}: say what changed for students "
+                    f"under '## Unreleased', naming '{test.named_as()}'", test.problem) for test in missing]
+
+
 def check_figures(repo: Path, points: Totals) -> list[Finding]:
     """The handout's figures are what staff/figures.py draws now."""
     from staff.figures import FIGURES_DIR, stale_figures
@@ -255,6 +265,7 @@ CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "no solution quoted": check_solution_not_quoted,
     "stub sections": check_stub_sections,
     "version": check_version,
+    "changelog names changed tests": check_changelog_entry,
     "figures": check_figures,
     "equivalent mutants": check_equivalent_mutants,
 }

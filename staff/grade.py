@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from staff import selection
+from staff import provenance, selection
 from staff.outcomes import Details, Outcome
 from staff.sandbox import confine, memory
 from staff.sandbox.layout import Workspace, build
@@ -46,6 +46,8 @@ class Grade:
     details: Details = field(default_factory=dict)  # the outcome's facts (see staff.outcomes), paths scrubbed
     never_ran: dict[str, Outcome] = field(default_factory=dict)  # nodeid -> why that test never ran
     graded_files: dict[str, object] = field(default_factory=dict)  # what the intake took (Intake.as_data), scrubbed
+    provenance: dict[str, object] = field(default_factory=dict)  # what graded it (staff.provenance)
+    test_sources: dict[str, str] = field(default_factory=dict)  # nodeid -> sha256 of the test's source
 
     @property
     def score(self) -> float:
@@ -111,6 +113,7 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
     # left there: a tree thousands of folders deep, closed folders) never costs the grade.
     with scratch_folder("staff-grade-") as scratch:
         package, intake, problem = _lay(submission, scratch)
+        graded_code = provenance.submission_of(submission, package if problem is None else None)
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
         # listed them), in the simple layout.
         confined = None if in_process or problem is not None else settings
@@ -170,10 +173,14 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         peak = memory.peak_bytes()
         if peak is not None:
             usage["memory cgroup peak (all it holds, page cache included)"] = peak
+        made = provenance.provenance(settings, hidden, graded_code)
+        if not outcome.grader_failure:  # which suite: a student (and a TA) can tell a grade made before a fix
+            summary = f"{summary}\n\n{provenance.suite_line(made)}".strip()
         table = "" if outcome.grader_failure else "\n".join(format_table(tests, visibility == "visible"))
         result = Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
                        protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
-                       graded_files=graded_files)
+                       graded_files=graded_files, provenance=made,
+                       test_sources=provenance.source_hashes(REPO_ROOT, [t.nodeid for t in tests]))
         if on_graded is not None:  # the grade is kept (results.json written) before the clean-up starts
             on_graded(result)
     return result

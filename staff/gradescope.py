@@ -9,10 +9,12 @@ of a GPU is left out: no student sees a test they cannot fix, and the GPU grader
 extra_data is the staff's, as fields (the gradebook reads these, never the prose nor the tags):
 - top level: "outcome" (a `staff.outcomes.Outcome` value) and that outcome's details ("load_error",
   "time_limit_s", "exit_code", or "what" and "memory_limit_bytes"); "max_score", "protections" (what
-  confined the student's code) and "memory_bytes" (what grading cost); "grader_failure" (the
+  confined the student's code) and "memory_bytes" (what grading cost); "provenance" (what graded it:
+  suite, grader, submission, settings, machine, time; see `staff.provenance`); "grader_failure" (the
   staff-facing reason) only when the grade says nothing of the submission;
-- per test: "nodeid" (pytest's), "problem" (its number), "part" ("public", "hidden" or "gpu") and, for
-  a test that never ran, "reason" (the `Outcome` value that kept it from running).
+- per test: "nodeid" (pytest's), "problem" (its number), "part" ("public", "hidden" or "gpu"),
+  "test_sha256" (its source's hash) and, for a test that never ran, "reason" (the `Outcome` value
+  that kept it from running).
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ def part(test: GradedTest) -> str:
     return "gpu" if test.needs_cuda else "hidden" if test.hidden else "public"
 
 
-def _test_entry(test: GradedTest, reason: Outcome | None) -> dict:
-    extra = {"nodeid": test.nodeid, "problem": test.problem, "part": part(test)}
+def _test_entry(test: GradedTest, reason: Outcome | None, source: str | None) -> dict:
+    extra = {"nodeid": test.nodeid, "problem": test.problem, "part": part(test),
+             **({"test_sha256": source} if source else {})}
     return {
         "name": test.name,
         "number": test.number,
@@ -66,7 +69,8 @@ def results_json(grade: Grade, visibility: str = "visible") -> dict:
     A grade the grader could not make (`grade.outcome.grader_failure`) has no tests and says why."""
     if grade.outcome.grader_failure:
         document = failure_results(grade.output, grade.seconds, grade.outcome)
-        document["extra_data"].update(grade.details, protections=grade.protections, memory_bytes=grade.memory)
+        document["extra_data"].update(grade.details, protections=grade.protections, memory_bytes=grade.memory,
+                                      **({"provenance": grade.provenance} if grade.provenance else {}))
         return document
     tests = [t for t in grade.tests if t.status != SKIPPED]
     return {
@@ -79,19 +83,23 @@ def results_json(grade: Grade, visibility: str = "visible") -> dict:
         "stdout_visibility": "hidden",
         "extra_data": {"outcome": grade.outcome.value, **grade.details, "max_score": sum(t.possible for t in tests),
                        "protections": grade.protections, "memory_bytes": grade.memory,
-                       **({"graded_files": grade.graded_files} if grade.graded_files else {})},
-        "tests": [_test_entry(t, grade.never_ran.get(t.nodeid)) for t in tests],
+                       **({"graded_files": grade.graded_files} if grade.graded_files else {}),
+                       **({"provenance": grade.provenance} if grade.provenance else {})},
+        "tests": [_test_entry(t, grade.never_ran.get(t.nodeid), grade.test_sources.get(t.nodeid)) for t in tests],
     }
 
 
-def failure_results(message: str, seconds: float = 0.0, outcome: Outcome = Outcome.GRADER_ERROR) -> dict:
+def failure_results(message: str, seconds: float = 0.0, outcome: Outcome = Outcome.GRADER_ERROR,
+                    provenance: dict | None = None) -> dict:
     """A results document for a grade that could not run at all (`outcome`, a grader failure): 0, and
-    the reason, which extra_data holds as "grader_failure" too. The message (a traceback, which can
-    quote the submission's names and messages) is shown as `shown_text` makes it."""
+    the reason, which extra_data holds as "grader_failure" too, with what was grading where known
+    (`provenance`, see staff.provenance). The message (a traceback, which can quote the submission's
+    names and messages) is shown as `shown_text` makes it."""
     message = shown_text(message)
     return {"score": 0.0, "execution_time": round(seconds, 1), "output": fenced(message), "output_format": "md",
             "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
-            "extra_data": {"outcome": outcome.value, "grader_failure": message}}
+            "extra_data": {"outcome": outcome.value, "grader_failure": message,
+                           **({"provenance": provenance} if provenance else {})}}
 
 
 def write_json_atomically(document: dict, out: Path) -> None:

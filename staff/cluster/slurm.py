@@ -63,7 +63,7 @@ def refused(args: argparse.Namespace) -> str:
 def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
     """Submit the shards that miss a submission, follow them, write the gradebook; 0 when every
     submission is graded, 1 when a task failed, 2 on bad input or a Slurm command that failed."""
-    from staff.batch import RESULTS, RESULTS_GPU, BatchError, find_submissions, finished
+    from staff.batch import RESULTS, RESULTS_GPU, BatchError, find_submissions, finished, to_grade
     from staff.cluster.script import ArrayJob, ScriptError, array_script
     from staff.cluster.shards import shard_of
     from staff.cluster.watch import SlurmError, array_list, slurm
@@ -86,7 +86,11 @@ def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
         print(f"# --dry-run: nothing submitted; `staff grade` would write this to {job.path} and run "
               f"`sbatch --array=LIST {job.path}` for the shards that miss a submission", file=sys.stderr)
         return 0
-    tasks = sorted({shard_of(s.key, shards) for s in submissions if args.force or not finished(out / s.key, results)})
+    from staff.course.stale import Current
+    from staff.sandbox.settings import from_arguments
+
+    stale = to_grade(submissions, out, results, Current.of(from_arguments(args)), args.force)
+    tasks = sorted({shard_of(s.key, shards) for s in submissions if s.key in stale})
     if tasks:
         job.path.parent.mkdir(parents=True, exist_ok=True)
         job.path.write_text(script, encoding="utf-8")

@@ -9,7 +9,7 @@ import importlib
 
 # In the order `staff --help` lists them.
 COMMANDS = ("check", "new_problem", "grade", "release", "bundle", "validate", "figures", "bench", "gpu_report",
-            "gpu_check", "gradebook")
+            "gpu_check", "gradebook", "diff")
 
 
 def register_all(commands) -> None:

@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     from staff.release.proc import ReleaseError
 
     try:
-        summary = build_bundle(args.out.resolve(), REPO_ROOT, args.force, args.hidden_visibility, args.deadline)
+        summary = build_bundle(args.out.resolve(), REPO_ROOT, args.force, args.hidden_visibility, args.deadline,
+                               args.allow_uncommitted)
         print(f"staff bundle: {summary}")
         print(gradescope_settings())
     except ReleaseError as error:
@@ -43,7 +44,9 @@ def register(commands) -> None:
         "locked environment (in /opt/cs336, readable by the sandbox user); run_autograder grades "
         "/autograder/submission (a folder, or the one zip in it) with the public and hidden suites behind the "
         "sandbox and always writes "
-        "/autograder/results/results.json. The zip holds no reference solution; that is checked before writing.",
+        "/autograder/results/results.json. The zip holds no reference solution; that is checked before writing. "
+        "It records its commit and suite (staff/provenance.json), which every grade it makes carries, and it is "
+        "refused while its files have uncommitted changes.",
     )
     bundle.add_argument("out", type=Path, metavar="OUT.zip", help="the zip to write")
     bundle.add_argument("--force", action="store_true", help="replace an existing OUT.zip")
@@ -52,4 +55,7 @@ def register(commands) -> None:
     bundle.add_argument("--deadline", type=float, default=DEADLINE_S,
                         help="seconds the test run may take; Gradescope's own limit must leave a minute more "
                         "(default: %(default)g, for Gradescope's default of 600)")
+    bundle.add_argument("--allow-uncommitted", action="store_true",
+                        help="build from files with uncommitted changes (refused by default: no grade could then say "
+                        "which commit graded it); every grade made with the bundle says it was built so")
     bundle.set_defaults(run=run)

@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_batch(args: argparse.Namespace) -> int:
     from staff.batch import RESULTS, RESULTS_GPU, BatchError, grade_batch
+    from staff.course.stale import Current
+    from staff.sandbox.settings import from_arguments
     from staff.suite_run import stop_running
 
     folder = args.batch.resolve()
@@ -145,7 +147,8 @@ def run_batch(args: argparse.Namespace) -> int:
         print(f"grading the submissions in {folder}{f' (shard {args.shard})' if shard else ''} into {out}, "
               f"{jobs} at a time", file=sys.stderr)
         lines, files = grade_batch(folder, out, grader(args, progress=False, jobs=jobs), jobs, args.force,
-                                   results=RESULTS_GPU if args.gpu else RESULTS, shard=shard)
+                                   results=RESULTS_GPU if args.gpu else RESULTS, shard=shard,
+                                   current=Current.of(from_arguments(args)))
     except (BatchError, ShardError) as error:
         print(f"staff grade: {error}", file=sys.stderr)
         return 2

@@ -105,7 +105,8 @@ def test_the_gradebook_files_points_by_extra_data_not_by_tags(tmp_path):
     write_json_atomically(document, tmp_path / "ada" / RESULTS)
     write_gradebook([Submission("ada", tmp_path / "in" / "ada", "1")], tmp_path)
     row = next(csv.DictReader((tmp_path / "grades.csv").open()))
-    assert (row["p4_hidden"], row["p3_hidden"], row["total"]) == ("3", "0", "3") and "p3_public" not in row
+    # Problem 3 has no test in this grade: not graded, an empty cell, never 0.
+    assert (row["p4_hidden"], row["p3_hidden"], row["total"]) == ("3", "", "3") and "p3_public" not in row
 
 
 def test_results_from_an_older_grader_are_graded_again_not_misread(tmp_path):
@@ -122,7 +123,7 @@ def test_results_from_an_older_grader_are_graded_again_not_misread(tmp_path):
     assert "0 of 1 submissions graded" in (out / "summary.md").read_text()  # not read as a grade
     seen = []
     lines, _ = grade_batch(folder, out, lambda path: seen.append(path) or not_loaded(path), jobs=1, progress=False)
-    assert seen == [folder / "ada"] and "1 of 1 submissions graded" in lines
+    assert seen == [folder / "ada"] and "1 of 1 submissions graded whole" in lines
     assert json.loads((out / "ada" / RESULTS).read_text())["extra_data"]["outcome"] == "not_loaded"
 
 
