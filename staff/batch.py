@@ -267,7 +267,7 @@ def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs:
     done = reason_lines(reasons, "graded now") or [f"0 graded now: every grade of the {len(mine)} is current"]
     if shard:
         return [f"shard {shard[0]}/{shard[1]}: {len(mine)} of {len(submissions)} submissions, {len(todo)} graded "
-                f"now, {len(mine) - len(todo)} kept", *done], [out / s.key / results for s in mine]
+                f"now, {len(mine) - len(todo)} already done", *done], [out / s.key / results for s in mine]
     moved, diff_files = write_batch_diff(out, [s for s in todo if (out / s.key / previous_name(results)).is_file()],
                                          results)
     lines, files = write_gradebook(submissions, out)

@@ -90,7 +90,8 @@ def changed_files(old: dict, new: dict) -> list[str]:
     return sorted(name for name in set(old_files) | set(new_files) if old_files.get(name) != new_files.get(name))
 
 
-def _git(root: Path, *args: str) -> str | None:
+def git_output(root: Path, *args: str) -> str | None:
+    """What `git -C root ARGS` prints, or None where git cannot run or fails (not a checkout)."""
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30,
                               stdin=subprocess.DEVNULL, check=False)
@@ -102,8 +103,8 @@ def _git(root: Path, *args: str) -> str | None:
 def uncommitted(root: Path = REPO_ROOT, paths: list[str] | None = None) -> list[str] | None:
     """What `git status` shows as changed or untracked in `root`'s checkout (paths, at most 50), under
     `paths` only where given; None when `root` is not a git checkout or git cannot be run."""
-    status = _git(root, "status", "--porcelain", "--untracked-files=normal", "--", *(paths or []))
-    if status is None or _git(root, "rev-parse", "--show-toplevel") is None:
+    status = git_output(root, "status", "--porcelain", "--untracked-files=normal", "--", *(paths or []))
+    if status is None or git_output(root, "rev-parse", "--show-toplevel") is None:
         return None
     return [line[3:] for line in status.splitlines() if line.strip()][:50]
 
@@ -117,7 +118,7 @@ def grader(root: Path = REPO_ROOT) -> dict:
             return {**json.loads(recorded.read_text(encoding="utf-8"))["grader"], "from": "bundle"}
         except (OSError, ValueError, KeyError):
             pass
-    commit = _git(root, "rev-parse", "HEAD")
+    commit = git_output(root, "rev-parse", "HEAD")
     changes = uncommitted(root)
     return {"version": version(root), "commit": commit.strip() if commit else None,
             "clean": None if changes is None else not changes, "from": "checkout"}

@@ -12,10 +12,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-import subprocess
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from staff.provenance import git_output
 
 GRADED_TESTS = ("tests/test_*.py", "staff/hidden/test_*.py")
 
@@ -32,15 +33,6 @@ class ChangedTest:
 
     def named_in(self, entry: str) -> bool:
         return re.search(rf"{re.escape(self.named_as())}(?![\w.])", entry, flags=re.IGNORECASE) is not None
-
-
-def _git(repo: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def code_digest(source: str) -> str:
@@ -62,7 +54,7 @@ def last_release(repo: Path) -> tuple[str, str] | None:
     """(version, commit) of the last release: pyproject.toml's version and the commit that set it;
     None outside a git checkout or where no commit set it."""
     version = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    commit = _git(repo, "log", "-1", "--format=%H", f"-Sversion = \"{version}\"", "--", "pyproject.toml")
+    commit = git_output(repo, "log", "-1", "--format=%H", f"-Sversion = \"{version}\"", "--", "pyproject.toml")
     return (version, commit.strip()) if commit and commit.strip() else None
 
 
@@ -74,12 +66,12 @@ def _problem(path: str) -> int | None:
 def changed_tests(repo: Path, commit: str) -> list[ChangedTest]:
     """The graded test files whose code differs between `commit` and the working tree (new and removed
     files included), sorted by path."""
-    then = set((_git(repo, "ls-tree", "-r", "--name-only", commit, "--", "tests", "staff/hidden") or "").split())
+    then = set((git_output(repo, "ls-tree", "-r", "--name-only", commit, "--", "tests", "staff/hidden") or "").split())
     now = {p.relative_to(repo).as_posix() for pattern in GRADED_TESTS for p in repo.glob(pattern)}
     then = {p for p in then if any(Path(p).match(pattern) for pattern in GRADED_TESTS)}
     changed = []
     for path in sorted(then | now):
-        old = _git(repo, "show", f"{commit}:{path}") if path in then else None
+        old = git_output(repo, "show", f"{commit}:{path}") if path in then else None
         new = (repo / path).read_text(encoding="utf-8") if path in now else None
         if old is None or new is None or code_digest(old) != code_digest(new):
             changed.append(ChangedTest(path, _problem(path), path.startswith("staff/hidden/")))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from staff import autograder, samples
+from staff import autograder, provenance, samples
+from staff.autograder import DEADLINE_S
 from staff.bundle import build_bundle, check, planned_files
 from staff.collected import COLLECTED_FILE
 from staff.grade import REPO_ROOT
@@ -102,6 +103,13 @@ def test_files_dragged_in_one_by_one_get_full_marks(autograder_root, tmp_path):
     assert results["extra_data"]["protections"]
     assert results["extra_data"]["graded_files"]["from"] == "the top level"
     assert "Graded 12 files from the top level of your upload: __init__.py (" in results["output"]
+    # What graded it, in every Gradescope result: this tree's suite, and the commit the bundle recorded
+    # (no git checkout in the container). Catches a bundle that records nothing or the wrong suite.
+    made = results["extra_data"]["provenance"]
+    assert made["suite"]["sha256"] == provenance.suite(True)["sha256"]
+    assert (made["grader"]["from"], made["grader"]["commit"]) == ("bundle", provenance.grader()["commit"])
+    assert made["submission"]["of"] == "package" and made["settings"]["run_timeout_s"] == DEADLINE_S
+    assert f"Graded with the tests of release {provenance.suite_label(made['suite'])}." in results["output"]
 
 
 def test_a_windows_zip_is_graded_from_the_code_inside_it(autograder_root, tmp_path):
