@@ -109,8 +109,8 @@ class WorkerRoute:
     def cuda_preflight(self, mode: str, timeout_s: float) -> tuple[bool, str]:
         """Have a fresh child, confined as the student's code will be, start CUDA and run a small matmul
         (`cuda_preflight.run`, with `mode`); whether it did, and the device and time, or the driver's
-        message. A shortage of the container's memory reads as success here: the worker recorded it,
-        and the grade ends on it."""
+        message. A shortage of the container's memory is a failure too, and the worker recorded it:
+        the grade ends on it (out of memory), which comes first."""
         try:
             self.worker.fresh_child()
             reply, blobs = self.worker.request({"op": "cuda_preflight", "mode": mode}, [],
@@ -119,8 +119,8 @@ class WorkerRoute:
             return False, f"the worker did not start CUDA within {timeout_s:g} s"
         except WorkerCrashed as crash:
             return False, f"the worker {crash}\n{self.worker.log.take()}".strip()
-        except GraderOutOfMemory:
-            return True, "not finished: the grading machine ran out of memory"
+        except GraderOutOfMemory as shortage:
+            return False, f"not finished: the process starting CUDA {shortage}"
         finally:
             self.worker.log.take()  # what the driver printed is in the message; no test's output
         if reply.get("ok") is True:

@@ -9,16 +9,36 @@ import argparse
 import pytest
 import torch
 
+from adapters import _codec
 from staff.batch import RESULTS_GPU, error_text, finished
 from staff.commands.grade import register as add_grade_command
 from staff.grade import REPO_ROOT, grade
 from staff.gradescope import results_json, validate_results, write_json_atomically
 from staff.outcomes import Outcome
 from staff.sandbox import cuda_preflight, plugin_settings
+from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, WorkerCrashed
 from staff.sandbox.layout import build
+from staff.sandbox.output_log import BoundedLog
 from staff.sandbox.settings import Settings
+from staff.sandbox.worker_route import WorkerRoute
 
 GPU_PART_OF_PROBLEM_8 = Settings(gpu=True, problems=(8,))
+
+
+class ScriptedWorker:
+    """A worker whose preflight call answers `answer`: a reply to send back, or a failure to raise."""
+
+    def __init__(self, answer) -> None:
+        self.answer, self.asked, self.log = answer, [], BoundedLog()
+
+    def fresh_child(self) -> str:
+        return ""
+
+    def request(self, header: dict, blobs: list, deadline: float):
+        self.asked.append(header)
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer, []
 
 
 def test_the_stand_ins_and_the_device_check_answer_as_the_driver_would():
@@ -32,6 +52,24 @@ def test_the_stand_ins_and_the_device_check_answer_as_the_driver_would():
     if not torch.cuda.is_available():
         with pytest.raises(cuda_preflight.PreflightFailed, match="is_available"):
             cuda_preflight.run(cuda_preflight.DEVICE)
+
+
+@pytest.mark.parametrize("answer, passed, said", [
+    ({"ok": True, "value": _codec.encode("NVIDIA H100: a 64x64 matmul")[0]}, True, "NVIDIA H100: a 64x64 matmul"),
+    ({"ok": False, "error": ["PreflightFailed", "RuntimeError", "Error 304: OS call failed", "trace"]}, False,
+     "PreflightFailed: Error 304: OS call failed"),
+    (CallTimedOut("timed out"), False, "did not start CUDA within 300 s"),
+    (WorkerCrashed("crashed with a segmentation fault (SIGSEGV)"), False, "the worker crashed with a segmentation"),
+    (GraderOutOfMemory("was killed because the grading container's memory ran out"), False, "not finished"),
+    ({"ok": False, "error": "not a list"}, False, "malformed"),
+])
+def test_the_grader_reads_every_end_of_the_preflight_call(answer, passed, said):
+    # Catches a preflight read as passed when its child timed out, crashed, ran short of the
+    # container's memory or answered garbage, and a failure whose message loses the driver's words.
+    worker = ScriptedWorker(answer)
+    got = WorkerRoute(worker, 120.0).cuda_preflight(cuda_preflight.STAND_IN_FAILS, 300.0)
+    assert got[0] is passed and said in got[1], got
+    assert worker.asked == [{"op": "cuda_preflight", "mode": cuda_preflight.STAND_IN_FAILS}]
 
 
 def test_only_a_gpu_grade_has_a_preflight_and_no_option_of_staff_grade_picks_a_stand_in(tmp_path):
