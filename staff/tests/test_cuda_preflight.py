@@ -65,11 +65,15 @@ def test_the_stand_ins_and_the_device_check_answer_as_the_driver_would():
 ])
 def test_the_grader_reads_every_end_of_the_preflight_call(answer, passed, said):
     # Catches a preflight read as passed when its child timed out, crashed, ran short of the
-    # container's memory or answered garbage, and a failure whose message loses the driver's words.
+    # container's memory or answered garbage, a failure whose message loses the driver's words or
+    # torch's warnings, and those warnings left in the log for the first test to print.
     worker = ScriptedWorker(answer)
+    worker.log.add(b"UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount()\n")
     got = WorkerRoute(worker, 120.0).cuda_preflight(cuda_preflight.STAND_IN_FAILS, 300.0)
     assert got[0] is passed and said in got[1], got
     assert worker.asked == [{"op": "cuda_preflight", "mode": cuda_preflight.STAND_IN_FAILS}]
+    assert ("cudaGetDeviceCount" in got[1]) is not passed  # torch's warning, for the staff, where it failed
+    assert worker.log.take() == ""  # and never echoed as the first test's output
 
 
 def test_only_a_gpu_grade_has_a_preflight_and_no_option_of_staff_grade_picks_a_stand_in(tmp_path):
