@@ -108,8 +108,9 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         progress: show a progress bar of the tests.
         on_graded: called with the grade once it is made, before the scratch folder is removed (to
             write results.json first: whatever the submission left there cannot delay or lose it).
-        cuda_preflight_stand_in: for tests and `staff gpu-check --dry-run` only (no command passes it):
-            what stands for the driver in a sandboxed GPU grade's CUDA preflight, one of
+        cuda_preflight_stand_in: for staff tests and `staff gpu-check --dry-run`'s grade of the reference
+            only (no grading command, `staff grade`, validate or the autograder, passes it): what stands for
+            the driver in a sandboxed GPU grade's CUDA preflight, one of
             `staff.sandbox.cuda_preflight.STAND_INS`; None (always, in a real grade) starts CUDA on the device.
     """
     settings = settings if settings is not None else Settings()
