@@ -168,6 +168,9 @@ def error_text(extra_data: dict) -> str:
         return f"could not be loaded: {reason[-1] if reason else 'no reason given'}"
     if outcome is Outcome.GRADER_ERROR:
         return str(extra_data["grader_failure"]).split("\n", 1)[0]
+    if outcome is Outcome.CUDA_UNAVAILABLE:
+        said = (str(extra_data["error"]).splitlines() or [""])[0]
+        return f"not graded: CUDA did not start in the grader's sandbox: {said}"
     if outcome is Outcome.GRADED:
         return ""
     return outcome.summary(extra_data)  # the run stopped early: a line that says why

@@ -1,15 +1,18 @@
 """`staff gpu-check`: what a TA runs first on a GPU machine, ending in one Markdown report.
 
-Three steps, each a part of the report whatever the others did:
+Four steps, each a part of the report whatever the others did:
 1. the `cuda` tests on the reference (`pytest -m cuda tests`, here, unconfined), each with the
    figure it judged against its bound (tests/gpu_figures.py, read back from pytest's JUnit XML) and
    the margin: how many times the figure could grow or shrink before it crossed the nearer bound;
-2. `staff validate --gpu`: the stubs, the wheat and the GPU chaff graded behind the sandbox, with
+2. `staff grade --gpu` on the reference, behind the sandbox: its CUDA preflight (a confined worker
+   child starting CUDA before any test), its outcome and score, and which protections were off;
+3. `staff validate --gpu`: the stubs, the wheat and the GPU chaff graded behind the sandbox, with
    each implementation's verdict;
-3. `staff gpu-report` on the reference: the harness's and time_matmul's figures per dtype and size.
+4. `staff gpu-report` on the reference: the harness's and time_matmul's figures per dtype and size.
 
 The report (OUT/gpu-check.md) starts with the device, its driver, torch and CUDA, and is written to
-be pasted into the README's "The GPU part".
+be pasted into the README's "The GPU part". `--dry-run` walks the same steps without a GPU, with a
+stand-in for each step's device work (staff/gpu_check_dry_run.py).
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ from staff.atomic import write_text_atomic
 from staff.sandbox.removal import scratch_folder
 
 REPORT_NAME = "gpu-check.md"
+SECTIONS = ("## The `cuda` tests on the reference", "## `staff grade --gpu` on the reference, behind the sandbox",
+            "## `staff validate --gpu`", "## `staff gpu-report` on the reference")
+FACTS = ("device", "peak row", "driver", "torch", "CUDA (torch built with)", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+         "TORCH_CUBLAS_WORKSPACE_CACHE")  # the report's first lines, in order
+DRY_RUN_NOTE = ("no GPU was used. Each step ran its own code (its arguments, files and this report) with a stand-in "
+                "for the device: the cuda tests skip, the sandboxed grade's CUDA preflight is the stand-in that "
+                "starts and grades one problem, validate lists what it would grade without grading it, and "
+                "gpu-report measures one small size on the CPU. No figure here says anything of a GPU.")
+DRY_RUN_REPORT_NOTE = ("the CPU at 32x32x32 float32 (1 warm-up, 2 repeats) stands in for the device; its figures say "
+                       "nothing of a GPU.")
 
 
 @dataclass
@@ -49,6 +62,25 @@ class VariantOutcome:
     kind: str  # stubs, wheat or chaff
     ok: bool
     detail: str
+
+
+@dataclass
+class SandboxedGrade:
+    """The reference's GPU part graded behind the sandbox, as `staff grade --gpu` grades it."""
+
+    outcome: str  # a staff.outcomes.Outcome value
+    score: float
+    max_score: float
+    preflight: str  # the CUDA preflight's line (staff.grade.preflight_text), or why there is none
+    failed: list[str]  # the tests that failed
+    protections_off: list[str]  # "name: why" for each protection that was off
+    summary: str  # the grade's text above its table (for a grader's failure: why, and what to try)
+
+    @property
+    def ok(self) -> bool:
+        """Graded, CUDA started, every point earned, and some point to earn."""
+        return self.outcome == "graded" and self.preflight.startswith("passed") and self.max_score > 0 \
+            and self.score == self.max_score
 
 
 def margin(value: float, low: float | None, high: float | None) -> float | None:
@@ -91,10 +123,25 @@ def device_facts() -> dict[str, str]:
                                 capture_output=True, text=True, timeout=60).stdout.strip().splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
         driver = "unknown (nvidia-smi did not answer)"
-    return {"device": name, "peak row": row[0] if row else "none: not in tests/gpu_timing.py's table",
-            "driver": driver, "torch": torch.__version__, "CUDA (torch built with)": str(torch.version.cuda),
-            "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "unset"),
-            "TORCH_CUBLAS_WORKSPACE_CACHE": os.environ.get("TORCH_CUBLAS_WORKSPACE_CACHE", "unset")}
+    return dict(zip(FACTS, (name, row[0] if row else "none: not in tests/gpu_timing.py's table", driver,
+                            torch.__version__, str(torch.version.cuda),
+                            *(os.environ.get(variable, "unset") for variable in FACTS[-2:])), strict=True))
+
+
+def run_sandboxed_grade(repo: Path, problems: tuple[int, ...] | None = None,
+                        cuda_preflight_stand_in: str | None = None) -> SandboxedGrade:
+    """`staff grade --gpu` on this tree's reference, every protection the GPU part keeps on (the
+    dry run grades `problems` alone, with a preflight stand-in)."""
+    from staff.grade import grade
+    from staff.sandbox.settings import Settings
+
+    made = grade(repo, Settings(gpu=True, problems=problems), progress=False,
+                 cuda_preflight_stand_in=cuda_preflight_stand_in)
+    off = [f"{name}: {why}" for name, why in made.protections.items() if not why.startswith("on")]
+    return SandboxedGrade(made.outcome.value, made.score, made.max_score,
+                          str(made.details.get("cuda_preflight", "none: the grade ran no CUDA preflight")),
+                          sorted(t.name for t in made.tests if t.status == "failed"), off,
+                          made.outcome.summary(made.details))
 
 
 def run_cuda_tests(repo: Path, scratch: Path) -> tuple[list[CudaTestOutcome], str]:
@@ -108,13 +155,21 @@ def run_cuda_tests(repo: Path, scratch: Path) -> tuple[list[CudaTestOutcome], st
     return (read_junit(junit) if junit.exists() else []), tail
 
 
-def run_validate() -> list[VariantOutcome]:
-    """`staff validate --gpu`'s grading, one implementation at a time, as plain rows."""
-    from staff.validate.run import gradable, validate
+def validate_selection() -> list:
+    """What `staff validate --gpu` grades besides the stubs: the wheat of the problems with `cuda`
+    tests and the chaff only a GPU catches."""
+    from staff.validate.run import gradable
     from staff.validate.variants import load_variants
 
+    return gradable(load_variants(None), gpu=True)
+
+
+def run_validate() -> list[VariantOutcome]:
+    """`staff validate --gpu`'s grading, one implementation at a time, as plain rows."""
+    from staff.validate.run import validate
+
     rows = []
-    for outcome in validate(gradable(load_variants(None), gpu=True), 1, gpu=True):
+    for outcome in validate(validate_selection(), 1, gpu=True):
         if outcome.verdict:
             detail = "; ".join(outcome.verdict)
         elif outcome.kind == "chaff":
@@ -125,11 +180,14 @@ def run_validate() -> list[VariantOutcome]:
     return rows
 
 
-def run_gpu_report(out: Path, repo: Path) -> list[str]:
-    """`staff gpu-report` on the reference, into OUT/gpu-report/; its lines of text."""
+def run_gpu_report(out: Path, repo: Path, device: str = "cuda") -> list[str]:
+    """`staff gpu-report` on the reference, into OUT/gpu-report/; its lines of text. On the CPU (the
+    dry run) the same code measures one small float32 size."""
     from staff.gpu_report import DTYPES, SIZES, format_report, run_report
 
-    report, _files = run_report(None, "cuda", list(SIZES), list(DTYPES), 5, 20, out / "gpu-report", repo)
+    sizes, dtypes, warmup, repeats = (list(SIZES), list(DTYPES), 5, 20) if device == "cuda" else \
+        ([32], ["float32"], 1, 2)
+    report, _files = run_report(None, device, sizes, dtypes, warmup, repeats, out / "gpu-report", repo)
     return format_report(report)
 
 
@@ -141,12 +199,29 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
+def _grade_lines(graded: SandboxedGrade | str, dry_run: bool) -> list[str]:
+    if isinstance(graded, str):
+        return [graded]
+    verdict = " (dry run: no point to earn without a GPU)" if dry_run else "" if graded.ok else " (WRONG)"
+    lines = ["| outcome | score | CUDA preflight | protections off |", "|---|---|---|---|",
+             f"| {graded.outcome}{verdict} | {graded.score:g} / {graded.max_score:g} | "
+             f"{_cell(graded.preflight)} | {_cell('; '.join(graded.protections_off) or 'none')} |"]
+    if graded.failed:
+        lines += ["", "Failed: " + ", ".join(f"`{name}`" for name in graded.failed)]
+    if graded.outcome != "graded":
+        lines += ["", "```text", graded.summary, "```"]
+    return lines
+
+
 def build_markdown(facts: dict[str, str], tests: list[CudaTestOutcome] | str, variants: list[VariantOutcome] | str,
-                   report: list[str] | str, when: str) -> str:
-    """The report. Each of `tests`, `variants` and `report` is the step's result, or a string saying
-    why the step has none."""
+                   report: list[str] | str, when: str, graded: SandboxedGrade | str = "not run",
+                   dry_run: bool = False) -> str:
+    """The report. Each of `tests`, `graded`, `variants` and `report` is the step's result, or a string
+    saying why the step has none. A dry run's report says so at its top and where a figure would be."""
     lines = [f"# `staff gpu-check` on {facts.get('device', '?')}", "", f"Run {when}.", ""]
-    lines += [f"- {key}: {value}" for key, value in facts.items()] + ["", "## The `cuda` tests on the reference", ""]
+    if dry_run:
+        lines += [f"**Dry run**: {DRY_RUN_NOTE}", ""]
+    lines += [f"- {key}: {value}" for key, value in facts.items()] + ["", SECTIONS[0], ""]
     if isinstance(tests, str):
         lines.append(tests)
     else:
@@ -157,56 +232,78 @@ def build_markdown(facts: dict[str, str], tests: list[CudaTestOutcome] | str, va
             bounds = f"[{_number(fig.get('low'))}, {_number(fig.get('high'))}]" if fig else "-"
             room = margin(value, fig.get("low"), fig.get("high")) if fig else None
             room_text = "-" if room is None else f"{room:.2f}x" + ("" if room >= 1 else " (OUTSIDE)")
+            figure = f"{_cell(fig.get('what', ''))} {_number(value) if fig else ''}"
+            if dry_run and not fig:
+                figure = bounds = room_text = "dry run"
             note = " ".join(filter(None, [fig.get("note", ""), test.message[:300]]))
-            lines.append(f"| `{_cell(test.name)}` | {test.outcome} | "
-                         f"{_cell(fig.get('what', ''))} {_number(value) if fig else ''} | {bounds} | {room_text} | "
+            lines.append(f"| `{_cell(test.name)}` | {test.outcome} | {figure} | {bounds} | {room_text} | "
                          f"{_cell(note)} |")
         counts = {o: sum(t.outcome == o for t in tests) for o in ("passed", "failed", "error", "skipped")}
         lines += ["", ", ".join(f"{n} {o}" for o, n in counts.items() if n) or "no test ran"]
-    lines += ["", "## `staff validate --gpu`", ""]
+    lines += ["", SECTIONS[1], "", *_grade_lines(graded, dry_run), "", SECTIONS[2], ""]
     if isinstance(variants, str):
         lines.append(variants)
     else:
         lines += ["| implementation | kind | verdict |", "|---|---|---|"]
         lines += [f"| {_cell(v.key)} | {v.kind} | {'ok' if v.ok else 'WRONG'}: {_cell(v.detail)} |" for v in variants]
-    lines += ["", "## `staff gpu-report` on the reference", ""]
+    lines += ["", SECTIONS[3], ""]
+    if dry_run and not isinstance(report, str):
+        lines += [f"Dry run: {DRY_RUN_REPORT_NOTE}", ""]
     lines += [report] if isinstance(report, str) else ["```text", *report, "```"]
     return "\n".join(lines) + "\n"
 
 
-def all_well(tests: list[CudaTestOutcome] | str, variants: list[VariantOutcome] | str) -> bool:
-    """Every cuda test passed and every implementation behaved as it must."""
+def all_well(tests: list[CudaTestOutcome] | str, variants: list[VariantOutcome] | str,
+             graded: SandboxedGrade | str | None = None) -> bool:
+    """Every cuda test passed, every implementation behaved as it must, and the reference's sandboxed
+    GPU grade (where it ran: None when skipped) started CUDA and earned every point."""
     return (not isinstance(tests, str) and bool(tests) and all(t.outcome == "passed" for t in tests)
-            and not isinstance(variants, str) and all(v.ok for v in variants))
+            and not isinstance(variants, str) and all(v.ok for v in variants)
+            and (graded is None or (not isinstance(graded, str) and graded.ok)))
 
 
 def main_check(args: argparse.Namespace, repo: Path) -> int:
-    """`staff gpu-check` once a GPU is known to be there: 0 when every step is clean, 1 otherwise."""
+    """`staff gpu-check` once a GPU is known to be there (or with --dry-run, without one): 0 when every
+    step is clean (a dry run: when every step's plumbing worked), 1 otherwise."""
+    from staff import gpu_check_dry_run as stand_in
+
     out: Path = args.out
+    dry = bool(getattr(args, "dry_run", False))
     out.mkdir(parents=True, exist_ok=True)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    facts = device_facts()
-    print(f"staff gpu-check on {facts['device']}: 1/3 the cuda tests on the reference", file=sys.stderr)
+    facts = stand_in.facts() if dry else device_facts()
+    name = f"staff gpu-check{' --dry-run' if dry else ''}"
+    print(f"{name} on {facts['device']}: 1/4 the cuda tests on the reference", file=sys.stderr)
     with scratch_folder("staff-gpu-check-") as scratch:
         tests, tail = run_cuda_tests(repo, scratch)
     if not tests:
         tests = f"pytest wrote no results; the end of its output:\n\n```text\n{tail}\n```"
+    print(f"{name}: 2/4 staff grade --gpu on the reference, behind the sandbox", file=sys.stderr)
+    try:
+        graded: SandboxedGrade | str = stand_in.sandboxed_grade(repo) if dry else run_sandboxed_grade(repo)
+    except Exception as error:  # noqa: BLE001 - a step that fails is a section of the report
+        graded = f"staff grade --gpu failed: {type(error).__name__}: {error}"
     variants: list[VariantOutcome] | str = "not run (--no-validate)"
     if not args.no_validate:
-        print("staff gpu-check: 2/3 staff validate --gpu", file=sys.stderr)
+        print(f"{name}: 3/4 staff validate --gpu", file=sys.stderr)
         try:
-            variants = run_validate()
-        except Exception as error:  # noqa: BLE001 - a step that fails is a section of the report
+            variants = stand_in.validate_rows() if dry else run_validate()
+        except Exception as error:  # noqa: BLE001 - as for the grade
             variants = f"staff validate --gpu failed: {type(error).__name__}: {error}"
     report: list[str] | str = "not run (--no-report)"
     if not args.no_report:
-        print("staff gpu-check: 3/3 staff gpu-report", file=sys.stderr)
+        print(f"{name}: 4/4 staff gpu-report", file=sys.stderr)
         try:
-            report = run_gpu_report(out, repo)
-        except Exception as error:  # noqa: BLE001 - as for validate
+            report = run_gpu_report(out, repo, "cpu" if dry else "cuda")
+        except Exception as error:  # noqa: BLE001 - as for the grade
             report = f"staff gpu-report failed: {type(error).__name__}: {error}"
     path = out / REPORT_NAME
-    write_text_atomic(path, build_markdown(facts, tests, variants, report, when))
+    write_text_atomic(path, build_markdown(facts, tests, variants, report, when, graded, dry))
     print(path.read_text(encoding="utf-8"))
     print(f"written: {path}", file=sys.stderr)
-    return 0 if all_well(tests, variants) else 1
+    if dry:
+        problems = stand_in.plumbing_problems(path.read_text(encoding="utf-8"), tests, graded, variants, report)
+        for problem in problems:
+            print(f"{name}: {problem}", file=sys.stderr)
+        return 1 if problems else 0
+    return 0 if all_well(tests, variants, graded) else 1

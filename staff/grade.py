@@ -20,7 +20,7 @@ from pathlib import Path
 
 from staff import provenance, selection
 from staff.outcomes import Details, Outcome
-from staff.sandbox import confine, memory
+from staff.sandbox import confine, cuda_preflight, memory
 from staff.sandbox.layout import Workspace, build
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import Settings
@@ -72,6 +72,14 @@ def _end_worker_user(uid: int | None) -> None:
         print(f"the grader could not remove what the worker's user {uid} left: {left[:5]}", file=sys.stderr)
 
 
+def preflight_text(note: dict) -> str:
+    """The sandbox plugin's note of a GPU grade's CUDA preflight, in a line: passed or failed, on what
+    (a stand-in says so), and what the worker said."""
+    mode = str(note.get("mode", ""))
+    where = "" if mode == cuda_preflight.DEVICE else f" ({mode.upper()}, not a device)"
+    return f"{'passed' if note.get('passed') is True else 'failed'}{where}: {note.get('said', '')}"
+
+
 def _lay(submission: Path, scratch: Path) -> tuple[Path, Intake | None, str | None]:
     """The submission's package laid out in `scratch/submitted`, what was taken in, and why it is
     unusable (None, and the reason, when it is)."""
@@ -86,7 +94,8 @@ def _lay(submission: Path, scratch: Path) -> tuple[Path, Intake | None, str | No
 
 
 def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, verbose: bool = False,
-          progress: bool = True, on_graded: Callable[[Grade], None] | None = None) -> Grade:
+          progress: bool = True, on_graded: Callable[[Grade], None] | None = None,
+          cuda_preflight_stand_in: str | None = None) -> Grade:
     """Grade a submission folder or zip. Never raises for a broken submission: it scores 0 instead.
 
     Args:
@@ -101,6 +110,10 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         progress: show a progress bar of the tests.
         on_graded: called with the grade once it is made, before the scratch folder is removed (to
             write results.json first: whatever the submission left there cannot delay or lose it).
+        cuda_preflight_stand_in: for staff tests and `staff gpu-check --dry-run`'s grade of the reference
+            only (no grading command, `staff grade`, validate or the autograder, passes it): what stands for
+            the driver in a sandboxed GPU grade's CUDA preflight, one of
+            `staff.sandbox.cuda_preflight.STAND_INS`; None (always, in a real grade) starts CUDA on the device.
     """
     settings = settings if settings is not None else Settings()
     gpu, problems, in_process, visibility = settings.gpu, settings.problems, settings.in_process, \
@@ -117,7 +130,8 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
         # listed them), in the simple layout.
         confined = None if in_process or problem is not None else settings
-        workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined, jobs)
+        workspace: Workspace = build(scratch, REPO_ROOT, package, SUITE_PARTS, hidden, confined, jobs,
+                                     cuda_preflight_stand_in)
         remove_tree(package)
         extra = [f"--hidden-visibility={visibility}", "-m", marker_expression(gpu)]
         if in_process:
@@ -149,6 +163,9 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
             elif never_ran:
                 # The log names hidden tests and holds what the submission printed: the staff see it, not the student.
                 print(f"the test run stopped early; the end of its log:\n{log[-2000:]}", file=sys.stderr)
+            preflight = report.notes.get("cuda_preflight")
+            if isinstance(preflight, dict):  # a GPU grade's: the results say whether CUDA started, and where
+                details = {**details, "cuda_preflight": preflight_text(preflight)}
         else:
             tests = selection.graded_tests(workspace.grader, hidden, problems, gpu, visibility)
             outcome, details, never_ran = Outcome.NOT_LOADED, {"load_error": problem}, {}

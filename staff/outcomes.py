@@ -11,7 +11,9 @@ details (the facts of the outcome, which extra_data holds beside it):
 - time_limit: "time_limit_s", the seconds the whole test run was allowed;
 - process_ended: "exit_code", how the test process ended before every test finished;
 - out_of_memory: "what" ran out and "memory_limit_bytes" (the container's limit, or None when unknown);
-- grader_error: "error", what the grader raised (its summary is for the staff).
+- grader_error: "error", what the grader raised (its summary is for the staff);
+- cuda_unavailable: "error", what the driver said when the GPU grade's preflight could not start CUDA
+  in the confined worker (staff/sandbox/cuda_preflight.py).
 """
 
 from __future__ import annotations
@@ -51,6 +53,17 @@ def _out_of_memory(details: Details) -> str:
             f"{now}) and regrade.")
 
 
+def _cuda_unavailable(details: Details) -> str:
+    return ("The GPU part of this submission was not graded: the grading machine's GPU could not be started inside "
+            "the grader's sandbox, before any test ran. This is not your fault, and no test was counted.\n\n"
+            f"Course staff: the driver said: {details['error']}\n"
+            "What to try: `nvidia-smi` (is the GPU there and idle?); `staff gpu-check` on the GPU machine (the cuda "
+            "tests unconfined, then this grade behind the sandbox); if CUDA starts unconfined but not here, grade "
+            "again with one protection off at a time (--no-seccomp, --no-namespaces, --no-landlock, "
+            "--no-separate-user, --no-tmpfs) and report which one lets CUDA start. `staff grade --batch` grades this "
+            "submission again on its next run.")
+
+
 class Outcome(enum.Enum):
     """How a grade ended. `summary` and `never_ran` give the student-facing text for the grade's details;
     `grader_failure` says the grade says nothing of the submission (no test was counted)."""
@@ -71,6 +84,7 @@ class Outcome(enum.Enum):
                      lambda details: _never_finished(_process_ended(details)))
     OUT_OF_MEMORY = "out_of_memory", _out_of_memory, None, True
     GRADER_ERROR = "grader_error", lambda details: f"the grader failed: {details['error']}", None, True
+    CUDA_UNAVAILABLE = "cuda_unavailable", _cuda_unavailable, None, True
 
     def summary(self, details: Details) -> str:
         """The text above the points table (for a grader failure, the staff-facing reason)."""

@@ -171,6 +171,10 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         report.outcome = Outcome.OUT_OF_MEMORY
         report.details = {"what": str(report.notes["grader_out_of_memory"]), "memory_limit_bytes": limit}
         return report, log_text
+    preflight = report.notes.get("cuda_preflight")
+    if isinstance(preflight, dict) and preflight.get("passed") is not True:  # the sandbox plugin's: a GPU grade
+        report.outcome, report.details = Outcome.CUDA_UNAVAILABLE, {"error": str(preflight.get("said", ""))}
+        return report, log_text
     if not report.tests:
         raise RuntimeError(f"the test suite collected nothing (exit {child.returncode}); its output:\n{log_text}")
     unfinished = [test for test in report.tests.values() if test.status is None]

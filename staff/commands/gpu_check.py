@@ -1,4 +1,5 @@
-"""`staff gpu-check`: on a GPU machine, the cuda tests, validate --gpu and gpu-report in one report."""
+"""`staff gpu-check`: on a GPU machine, the cuda tests, the reference's sandboxed GPU grade, validate --gpu and
+gpu-report in one report; `--dry-run` walks the same steps without a GPU."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ def run(args: argparse.Namespace) -> int:
     from staff.gpu_check import main_check
     from staff.grade import REPO_ROOT
 
-    if no_gpu("gpu-check", "; run it first on the GPU machine (an H100 or H200); nothing was written"):
+    if not args.dry_run and no_gpu("gpu-check", "; run it first on the GPU machine (an H100 or H200), or try "
+                                   "`staff gpu-check --dry-run` here; nothing was written"):
         return 2
     return main_check(args, REPO_ROOT)
 
@@ -22,16 +24,24 @@ def register(commands) -> None:
 
     check = commands.add_parser(
         "gpu-check",
-        help="on a GPU machine, first: the cuda tests on the reference, validate --gpu and gpu-report, in one "
-        "Markdown report",
+        help="on a GPU machine, first: the cuda tests on the reference, its GPU grade behind the sandbox, "
+        "validate --gpu and gpu-report, in one Markdown report",
         description="Run the cuda tests on the reference (each test's figure against its bound, and the margin), "
+        "`staff grade --gpu` on the reference behind the sandbox (its CUDA preflight, outcome and score), "
         "`staff validate --gpu` (stubs, wheat and GPU chaff behind the sandbox) and `staff gpu-report` on the "
         f"reference, and write OUT/{REPORT_NAME} (device, driver, torch, then one section per step) for the "
-        "README's GPU part. Exits 0 when every cuda test passed and every implementation behaved as it must, 1 "
-        "otherwise; without a CUDA GPU it stops at once with exit 2 and writes nothing.",
+        "README's GPU part. Exits 0 when every cuda test passed, the sandboxed grade started CUDA and earned every "
+        "point, and every implementation behaved as it must, 1 otherwise; without a CUDA GPU it stops at once with "
+        "exit 2 and writes nothing (but see --dry-run).",
     )
     check.add_argument("--out", type=Path, default=Path("gpu-check"),
                        help=f"folder for {REPORT_NAME} and gpu-report/ (default: %(default)s)")
     check.add_argument("--no-validate", action="store_true", help="skip `staff validate --gpu` (the longest step)")
     check.add_argument("--no-report", action="store_true", help="skip `staff gpu-report`")
+    check.add_argument("--dry-run", action="store_true",
+                       help="without a GPU: walk every step with a stand-in for the device (the cuda tests skip, the "
+                       "sandboxed grade of one problem uses the CUDA preflight's stand-in that starts, validate lists "
+                       "what it would grade, gpu-report measures one small size on the CPU) and write the report's "
+                       "skeleton, 'dry run' in place of figures; exits 0 when every step's plumbing worked, 1 "
+                       "otherwise (well under a minute)")
     check.set_defaults(run=run)

@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         print("staff grade: interrupted; nothing was written", file=sys.stderr)
         return 130
     print_protections(result.protections)
+    if "cuda_preflight" in result.details:  # a GPU grade: whether CUDA started in the confined worker
+        print(f"CUDA preflight: {result.details['cuda_preflight']}", file=sys.stderr)
     if result.graded_files:
         taken = result.graded_files
         print(f"graded {len(taken['files'])} files from {taken['from']} of the upload", file=sys.stderr)

@@ -30,14 +30,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff.sandbox import plugin_settings
+from staff.sandbox import cuda_preflight, plugin_settings
 from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
 from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
 
 PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it (the staff's one name for it)
 WORKER_FILES = ("worker.py", "frames.py", "confine.py", "user_limits.py", "landlock_rules.py", "syscall_filter.py",
-                "syscalls.py", "syscall_numbers.py")
+                "syscalls.py", "syscall_numbers.py", "cuda_preflight.py")
 SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
                     "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/proc", "/sys",
                     "/dev/urandom", "/dev/random", "/dev/zero"]
@@ -129,10 +129,11 @@ def _for_the_worker_alone(root: Path, gid: int | None) -> None:
 
 
 def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...], hidden: bool,
-          settings: Settings | None, jobs: int = 1) -> Workspace:
+          settings: Settings | None, jobs: int = 1, cuda_preflight_stand_in: str | None = None) -> Workspace:
     """Lay out `scratch` for grading the package folder `package` with this tree's suites, and write
     the sandbox plugin's settings from `settings` (`jobs`: grades run at once beside this one, which
-    share the CPUs and the machine's memory).
+    share the CPUs and the machine's memory). A GPU grade's worker runs the CUDA preflight before any
+    test: on the device, or on `cuda_preflight_stand_in` (one of `cuda_preflight.STAND_INS`, for tests).
 
     With `settings` None the layout is the in-process one: `grader/` also holds the package.
     """
@@ -147,6 +148,9 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     (staff / "__init__.py").write_text('"""The grader\'s copy of the staff parts a grade needs."""\n')
     if hidden:
         _copy_tree(repo / "staff" / "hidden", staff / "hidden")
+    if cuda_preflight_stand_in not in (None, *cuda_preflight.STAND_INS):
+        raise ValueError(f"unknown CUDA preflight stand-in {cuda_preflight_stand_in!r}; expected one of "
+                         f"{cuda_preflight.STAND_INS} or None")
     if settings is None:
         _copy_tree(package, grader / "cs336_basics")
         return Workspace(scratch, grader, code, worker, shared, None)
@@ -176,7 +180,8 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     plugin_settings.write(plugin_settings.PluginSettings(
         worker=config, launch_config=str(grader / "launch.json"), startup_timeout_s=settings.startup_timeout_s,
         test_timeout_s=settings.test_timeout_s, import_timeout_s=settings.import_timeout_s,
-        modules=module_names(package, "cs336_basics"), jobs=max(jobs, 1)), path)
+        modules=module_names(package, "cs336_basics"), jobs=max(jobs, 1),
+        cuda_preflight=(cuda_preflight_stand_in or cuda_preflight.DEVICE) if settings.gpu else ""), path)
     return Workspace(scratch, grader, code, worker, shared, path, no_user, uid)
 
 

@@ -60,6 +60,8 @@ class Sandbox:
         self.counter = itertools.count()
         self.import_problem: str | None = None
         self.shortage_noted = False
+        self.cuda_preflight = settings.cuda_preflight  # a GPU grade's preflight mode; "" for none
+        self.cuda_failure: str | None = None  # what the driver said when the preflight could not start CUDA
 
     def _limit_disk(self) -> str:
         """As root, a tmpfs of bounded size on the worker's folder and on the tests' folders, seen by
@@ -116,7 +118,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     sandbox = session.config.stash.get(_KEY, None)
     if sandbox is None or not session.items:
         return
-    sandbox.import_problem = sandbox.route.import_check(sandbox.modules, sandbox.import_timeout_s)
+    # Where CUDA does not start, no student code is imported: nothing of this run speaks of the submission.
+    if not sandbox.cuda_preflight or _cuda_started(session, sandbox):
+        sandbox.import_problem = sandbox.route.import_check(sandbox.modules, sandbox.import_timeout_s)
     points = session.config.pluginmanager.get_plugin("points")
     status = {**sandbox.worker.protections, "disk quota": sandbox.disk}
     if status.get("memory cgroup", confine.ON) == confine.ON or not sandbox.memory_group.startswith(confine.ON):
@@ -126,6 +130,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if sandbox.import_problem is not None:
             points.note("import_error", sandbox.import_problem)
     _end_on_shortage(session, sandbox)
+
+
+def _cuda_started(session: pytest.Session, sandbox: Sandbox) -> bool:
+    """A GPU grade's preflight, before any student code is imported: whether a fresh worker child,
+    confined as the tests' will be, started CUDA (staff/sandbox/cuda_preflight.py). Noted in the report
+    either way; when it did not, the run stops and the grade ends as the grader's failure."""
+    passed, said = sandbox.route.cuda_preflight(sandbox.cuda_preflight, sandbox.worker.startup_timeout_s)
+    points = session.config.pluginmanager.get_plugin("points")
+    if points is not None:
+        points.note("cuda_preflight", {"mode": sandbox.cuda_preflight, "passed": passed, "said": said})
+    if not passed:
+        sandbox.cuda_failure = said
+        session.shouldstop = "CUDA did not start in the grader's sandbox"
+    return passed
 
 
 def _end_on_shortage(session: pytest.Session, sandbox: Sandbox) -> None:
@@ -148,6 +166,8 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     sandbox = item.config.stash.get(_KEY, None)
     if sandbox is not None and sandbox.worker.grader_out_of_memory is not None:
         raise RuntimeError(f"not run: {sandbox.worker.grader_out_of_memory}")  # the grade counts no test
+    if sandbox is not None and sandbox.cuda_failure is not None:
+        raise RuntimeError(f"not run: CUDA did not start in the grader's sandbox: {sandbox.cuda_failure[:300]}")
     if sandbox is not None and sandbox.import_problem is not None:
         last = [line for line in sandbox.import_problem.splitlines() if line.strip()][-1:] or ["no reason given"]
         raise ImportError(f"your package could not be imported, so no test ran: {last[0].strip()[:300]} "

@@ -30,6 +30,7 @@ class PluginSettings:
     import_timeout_s: float  # seconds importing the submission's package may take
     modules: list[str]  # the package's importable modules, imported once in the worker before any test
     jobs: int  # grades run at once beside this one, which share the machine's memory (see memory_group)
+    cuda_preflight: str = ""  # a GPU grade's: a cuda_preflight mode, run before any test; "" for none
 
 
 class PluginSettingsError(ValueError):

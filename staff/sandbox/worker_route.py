@@ -106,6 +106,40 @@ class WorkerRoute:
     def _strike(self, name: str, what: str) -> None:
         self.strikes.setdefault(name, {}).setdefault(self.test.split("::")[-1], what)
 
+    def cuda_preflight(self, mode: str, timeout_s: float) -> tuple[bool, str]:
+        """Have a fresh child, confined as the student's code will be, start CUDA and run a small matmul
+        (`cuda_preflight.run`, with `mode`); whether it did, and the device and time, or the driver's
+        message with what the worker printed meanwhile (torch's warnings). A shortage of the
+        container's memory is a failure too, and the worker recorded it: the grade ends on it (out of
+        memory), which comes first."""
+        passed, said = self._cuda_preflight(mode, timeout_s)
+        printed = self.worker.log.take().strip()  # the driver's words: the staff's, never a test's output
+        if passed or not printed:
+            return passed, said
+        return False, _codec.bounded(f"{said}\nwhat the worker printed:\n{_codec.clean_text(printed)}",
+                                     _remote_error.MAX_TRACEBACK_CHARS)
+
+    def _cuda_preflight(self, mode: str, timeout_s: float) -> tuple[bool, str]:
+        try:
+            self.worker.fresh_child()
+            reply, blobs = self.worker.request({"op": "cuda_preflight", "mode": mode}, [],
+                                               time.monotonic() + timeout_s)
+        except CallTimedOut:
+            return False, f"the worker did not start CUDA within {timeout_s:g} s"
+        except WorkerCrashed as crash:
+            return False, f"the worker {crash}"
+        except GraderOutOfMemory as shortage:
+            return False, f"not finished: the process starting CUDA {shortage}"
+        if reply.get("ok") is True:
+            try:
+                return True, str(_codec.decode(reply.get("value", "null"), blobs))
+            except _codec.CodecError as error:
+                return False, f"the worker's answer is unreadable: {error}"
+        error = reply.get("error")
+        if not (isinstance(error, list) and len(error) == 4 and all(isinstance(e, str) for e in error)):
+            return False, "the worker's answer is malformed"
+        return False, _codec.bounded(_codec.clean_text(f"{error[0]}: {error[2]}"), _remote_error.MAX_TRACEBACK_CHARS)
+
     def import_check(self, modules: list[str], timeout_s: float) -> str | None:
         """Import `modules` in the worker; the error text, or None when they all import."""
         try:

@@ -1,5 +1,6 @@
-"""`staff gpu-check` without a GPU: it refuses at once and writes nothing; and its report, built
-from a real pytest run of scripted figure-recording tests and from scripted validate rows."""
+"""`staff gpu-check` without a GPU: it refuses at once and writes nothing; its report, built from a real
+pytest run of scripted figure-recording tests, a scripted sandboxed grade and scripted validate rows;
+and `--dry-run`, which walks every step with stand-ins for the device and writes the report's skeleton."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ import pytest
 import torch
 
 from staff.cli import main
-from staff.gpu_check import CudaTestOutcome, VariantOutcome, all_well, build_markdown, margin, read_junit
+from staff.gpu_check import (
+    SECTIONS,
+    CudaTestOutcome,
+    SandboxedGrade,
+    VariantOutcome,
+    all_well,
+    build_markdown,
+    margin,
+    read_junit,
+)
+from staff.gpu_check_dry_run import plumbing_problems
 from staff.grade import REPO_ROOT
+from staff.outcomes import Outcome
 
 SCRIPTED_TESTS = '''
 import pytest
@@ -50,6 +62,7 @@ def test_help_says_what_it_runs(capsys):
     assert leaving.value.code == 0
     said = capsys.readouterr().out
     assert "validate --gpu" in said and "gpu-report" in said and "gpu-check.md" in said
+    assert "grade --gpu" in said and "--dry-run" in said and "stand-in" in said
 
 
 @pytest.mark.parametrize("value, low, high, room", [
@@ -97,3 +110,62 @@ def test_a_step_without_results_is_a_section_that_says_why():
     text = build_markdown(FACTS, "pytest wrote no results", "not run (--no-validate)", "not run (--no-report)", "now")
     assert "pytest wrote no results" in text and "not run (--no-validate)" in text
     assert not all_well("pytest wrote no results", [])
+
+
+SANDBOXED = SandboxedGrade("graded", 12.0, 12.0, "passed: NVIDIA H100 80GB HBM3: a 64x64 matmul and a synchronize "
+                           "in 1.20 s", [], ["pid namespace: off: a GPU grade"], "")
+NO_CUDA = SandboxedGrade(Outcome.CUDA_UNAVAILABLE.value, 0.0, 0.0, "failed: RuntimeError: Error 304: OS call failed",
+                         [], [], Outcome.CUDA_UNAVAILABLE.summary({"error": "RuntimeError: Error 304: OS call failed"}))
+
+
+def test_the_real_check_holds_the_reference_to_its_sandboxed_gpu_grade():
+    # Catches a check that reads clean while the reference's GPU grade behind the sandbox did not start
+    # CUDA or lost points (the cuda tests pass unconfined either way), and a report that hides the
+    # preflight or the grade's reason.
+    tests = [CudaTestOutcome("test_exact", "passed")]
+    variants = [VariantOutcome("stubs", "stubs", True, "0 / 0 points")]
+    assert all_well(tests, variants, SANDBOXED)
+    assert not all_well(tests, variants, NO_CUDA)
+    assert not all_well(tests, variants, SandboxedGrade("graded", 10.0, 12.0, "passed: H100", ["test_x"], [], ""))
+    assert not all_well(tests, variants, "staff grade --gpu failed: RuntimeError: boom")
+    text = build_markdown(FACTS, tests, variants, ["device: H100"], "now", NO_CUDA)
+    assert SECTIONS[1] in text and "| cuda_unavailable (WRONG) | 0 / 0 | failed: RuntimeError: Error 304" in text
+    assert "not your fault" in text and "nvidia-smi" in text
+    assert "| graded | 12 / 12 | passed: NVIDIA H100" in build_markdown(FACTS, tests, variants, [], "now", SANDBOXED)
+
+
+def test_the_dry_runs_verdict_names_each_broken_step():
+    # Catches a dry run that exits 0 whatever its steps did: a missing section, a step that failed, a
+    # grade that stopped at its preflight.
+    tests = [CudaTestOutcome("test_exact", "skipped")]
+    variants = [VariantOutcome("stubs", "stubs", True, "dry run")]
+    whole = build_markdown(FACTS, tests, variants, ["cpu"], "now", SANDBOXED, dry_run=True)
+    assert plumbing_problems(whole, tests, SANDBOXED, variants, ["cpu"]) == []
+    assert plumbing_problems(whole, tests, SANDBOXED, "not run (--no-validate)", "not run (--no-report)") == []
+    cut = whole.replace(SECTIONS[2], "")
+    found = plumbing_problems(cut, "pytest wrote no results", NO_CUDA, "staff validate --gpu failed: X", [])
+    assert len(found) == 5, found
+    assert "section '## `staff validate --gpu`'" in found[0] and "collected no test" in found[1]
+    assert "ended 'cuda_unavailable'" in found[2] and "validate step failed: staff validate --gpu failed: X" in found[3]
+    assert "gpu-report step gave nothing" in found[4]
+
+
+@pytest.mark.slow
+def test_the_dry_run_walks_every_step_and_writes_the_reports_skeleton(tmp_path):
+    # Catches a dry run that leaves a step out (its section, its table), one whose sandboxed grade meets
+    # the real preflight (no GPU here: the grade ends as the grader's failure and the dry run exits 1),
+    # one that grades the validate set (its rows would carry points, not "dry run"), and one that
+    # needs a GPU (exit 2).
+    out = tmp_path / "check"
+    done = subprocess.run([sys.executable, "-m", "staff.cli", "gpu-check", "--dry-run", "--out", str(out)],
+                          cwd=REPO_ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = (out / "gpu-check.md").read_text()
+    assert [heading for heading in SECTIONS if heading in text] == list(SECTIONS)
+    assert "**Dry run**" in text and "- device: dry run (no GPU)" in text and "- driver: dry run" in text
+    cuda_rows = [line for line in text.splitlines() if line.startswith("| `test_")]
+    assert len(cuda_rows) >= 8 and all("| dry run | dry run | dry run |" in row for row in cuda_rows)
+    assert "| graded (dry run: no point to earn without a GPU) | 0 / 0 | passed (STAND-IN" in text
+    assert "| p04-chaff-no-synchronize | chaff | ok: dry run: selected for grading, not graded |" in text
+    assert "| stubs | stubs | ok: dry run" in text and "points" not in text.split(SECTIONS[2])[1].split(SECTIONS[3])[0]
+    assert "get_batch 64 x 1024 tokens" in text and (out / "gpu-report" / "gpu-report.csv").exists()

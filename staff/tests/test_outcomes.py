@@ -39,7 +39,7 @@ def test_the_student_text_of_each_outcome_is_word_for_word_what_it_was():
     assert Outcome.PROCESS_ENDED.never_ran({"exit_code": -9}) == \
         "FAILED: this test never finished: the test process ended (exit code -9) stopped the run."
     assert Outcome.GRADED.summary({}) == ""
-    assert [o.value for o in Outcome if o.grader_failure] == ["out_of_memory", "grader_error"]
+    assert [o.value for o in Outcome if o.grader_failure] == ["out_of_memory", "grader_error", "cuda_unavailable"]
 
 
 def test_results_json_holds_the_outcome_and_each_tests_problem_part_and_reason():

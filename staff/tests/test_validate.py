@@ -74,6 +74,23 @@ def test_the_judge_flags_a_wheat_that_loses_a_point_and_a_chaff_caught_by_the_wr
     assert judge(outcome("stubs", {1: 2.0}, {1: 31.0}, {}), None)
 
 
+def test_a_grade_that_is_the_graders_failure_is_flagged_for_every_kind(monkeypatch):
+    # Catches a wheat (and the stubs) read as behaving when their grade counted no test because CUDA
+    # did not start in the sandbox or the container ran out of memory: 0 of 0 points lost.
+    from staff.grade import Grade
+    from staff.outcomes import Outcome as GradeOutcome
+    from staff.sandbox.settings import Settings
+    from staff.validate import run
+
+    failed = Grade(tests=[], output="", seconds=1.0, outcome=GradeOutcome.CUDA_UNAVAILABLE,
+                   details={"error": "RuntimeError: Error 304: OS call failed"})
+    monkeypatch.setattr(run, "grade", lambda submission, settings, progress: failed)
+    not_graded = run._grade("x", WHEAT, 3, {3}, lambda folder: folder.mkdir(), Settings(), gpu=True)
+    for variant in (Variant(WHEAT, 3, "w", ""), Variant(CHAFF, 3, "c", "", catches=("test_named",)), None):
+        verdict = judge(not_graded, variant)
+        assert len(verdict) == 1 and "not graded: the grader failed (RuntimeError: Error 304" in verdict[0]
+
+
 def test_the_judge_flags_points_a_chaff_loses_outside_its_problem_without_a_stated_dependency():
     # One mistake, one penalty: a Problem 6 chaff may cost Problem 11 points (it trains Problem 6's
     # init, as its handout says), not Problem 7's.

@@ -68,6 +68,7 @@ class Outcome:
     failed: dict[int, set[str]] = field(default_factory=dict)  # problem -> names of failed tests (cases folded)
     verdict: list[str] = field(default_factory=list)  # what is wrong; empty when it behaved as it must
     seconds: float = 0.0
+    not_graded: str = ""  # why the grade says nothing of it (the grader's failure: CUDA, memory); "" when graded
 
 
 def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_into, options,
@@ -78,6 +79,8 @@ def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_i
         submission = scratch / "submission"
         build_into(submission)
         result = grade(submission, replace(options, problems=problems, gpu=gpu), progress=False)
+    if result.outcome.grader_failure:
+        outcome.not_graded = str(result.details.get("error") or result.details.get("what") or result.outcome.value)
     for test in result.tests:
         if test.status == SKIPPED:
             continue
@@ -92,7 +95,10 @@ def _grade(key: str, kind: str, problem: int | None, problems: set[int], build_i
 def judge(outcome: Outcome, variant: Variant | None, gpu: bool = False) -> list[str]:
     """What is wrong with an outcome: a point lost by a wheat, a chaff that loses none on its own
     problem or is not caught by a test it names (its `gpu_catches` when graded on a GPU), stubs
-    that score."""
+    that score; and any grade that is the grader's failure, which says nothing of the implementation."""
+    if outcome.not_graded:
+        return [f"not graded: the grader failed ({outcome.not_graded.splitlines()[0][:300]}); no test of it counted, "
+                "so it is neither passed nor caught"]
     if variant is None:
         return [f"the stubs score {sum(outcome.earned.values()):g}, expected 0"] if any(outcome.earned.values()) else []
     if variant.kind == WHEAT:
