@@ -41,7 +41,7 @@ MAX_ENTRIES = 100_000  # zip entries: an honest checkpoint has one per tensor st
 MAX_OPCODES = 2_000_000  # pickle opcodes read (a state dict takes about 20 per tensor)
 MAX_SIZE = 2_000_000  # values a traversal of the result visits, shared ones counted each time used
 MAX_DEPTH = 100  # levels of containers (a checkpoint's dict of state dicts of tensors: about 6)
-MAX_KEY_SIZE = 10_000  # values inside one dict key or set member
+MAX_KEY_SIZE = 100  # values in one dict key or set member (each insertion hashes it whole)
 MAX_SAME_HASH = 64  # distinct keys of one dict (or members of one set) that share a hash
 STRING_UNIT = 16  # characters of a string or bytes counted as one value
 MAX_BEYOND_STORAGE = 64 << 20  # bytes that all tensors together may span beyond their storages
@@ -72,20 +72,21 @@ class Global:
     name: str
 
 
-_UNTRACKED = object()  # a value too large, or of a kind (tensor, list, dict) not kept by the scan
+_UNTRACKED = object()  # a value of a kind the scan does not keep (a tensor, list, dict, or a tuple of one)
 
 
 class _Value:
     """What the scan keeps of one value the pickle would build: its expanded size, its depth, its
-    kind, and for scalars, strings, names and small tuples the value itself."""
+    kind, and for scalars, strings, bytes, names and tuples of them the value itself (tuples share
+    their parts' values, so this costs no more than the pickle)."""
 
     __slots__ = ("size", "depth", "kind", "value", "items", "used", "hashes", "same_hash")
 
     def __init__(self, kind: str, value: Any = _UNTRACKED, size: int = 1, depth: int = 1) -> None:
         self.kind, self.value, self.size, self.depth = kind, value, size, depth
-        self.items: list[_Value] = []  # a list's or tuple's items (set() and calls read them)
+        self.items: list[_Value] | None = None  # a list's or tuple's items (set() and calls read them)
         self.used = False  # inside another value: from then on it must not change
-        self.hashes: dict[int, Any] = {}  # a dict's keys by hash
+        self.hashes: dict[int, Any] | None = None  # a dict's keys by hash
         self.same_hash = 0
 
 
@@ -211,7 +212,7 @@ class _Scan:
         for part in parts:
             part.used = True
         made = _Value(kind, value, 1 + sum(p.size for p in parts), 1 + max((p.depth for p in parts), default=0))
-        made.items = parts if kind in ("tuple", "list") else []
+        made.items = parts if kind in ("tuple", "list") else None
         return self.checked(made)
 
     def add_to(self, target: _Value, parts: list[_Value]) -> None:
@@ -226,6 +227,8 @@ class _Scan:
         target.size += sum(p.size for p in parts)
         target.depth = max([target.depth] + [1 + p.depth for p in parts])
         if target.kind == "list":
+            if target.items is None:
+                target.items = []
             target.items.extend(parts)
         self.checked(target)
 
@@ -235,10 +238,12 @@ class _Scan:
         for key in keys:
             if key.kind in ("tensor", "global"):
                 continue
-            if key.value is _UNTRACKED:
+            if key.value is _UNTRACKED or key.size > MAX_KEY_SIZE:
                 raise Refused(f"a dict key (or set member) that is a {key.kind} of {key.size:,} values",
                               f"keys of strings, numbers and tuples of them, of at most {MAX_KEY_SIZE:,} values")
             digest = hash(key.value)
+            if table.hashes is None:
+                table.hashes = {}
             if digest in table.hashes:
                 if table.hashes[digest] != key.value:
                     table.same_hash += 1
@@ -259,7 +264,7 @@ class _Scan:
         if name == "_codecs.encode" and not (given and len(given) == 2 and given[1] in ENCODINGS):
             raise Refused("a checkpoint whose pickle calls _codecs.encode with another encoding than latin1",
                           "bytes as pickle writes them (_codecs.encode(text, 'latin1'))")
-        parts = arguments.items if arguments.kind == "tuple" else []
+        parts = (arguments.items or []) if arguments.kind == "tuple" else []
         if name == "builtins.bytearray" and not (given == () or len(parts) == 1 and parts[0].kind == "bytes"):
             raise Refused("a checkpoint whose pickle calls bytearray with a size",
                           "bytearray(text, 'latin-1'), as pickle writes one")
@@ -269,7 +274,7 @@ class _Scan:
                 raise Refused("a checkpoint whose pickle rebuilds a tensor subclass through another call",
                               f"tensors rebuilt by torch's own functions ({', '.join(sorted(TENSOR_REBUILDS))})")
         if name in ("builtins.set", "collections.Counter") and arguments.items and arguments.items[0].kind == "list":
-            self.add_keys(_Value("set"), arguments.items[0].items)
+            self.add_keys(_Value("set"), arguments.items[0].items or [])
         kind = ("tensor" if name in TENSOR_REBUILDS or name == "torch._tensor._rebuild_from_type_v2"
                 else "dict" if name in ("collections.OrderedDict", "collections.Counter")
                 else "set" if name == "builtins.set" else "bytes" if name == "_codecs.encode" else "object")
@@ -319,8 +324,7 @@ class _Scan:
             self.marks.append(len(stack))
         elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
             parts = self.pop_mark() if name == "TUPLE" else [stack.pop() for _ in range(int(name[-1]))][::-1]
-            size = 1 + sum(p.size for p in parts)
-            known = size <= MAX_KEY_SIZE and all(p.value is not _UNTRACKED for p in parts)
+            known = all(p.value is not _UNTRACKED for p in parts)
             self.push(self.made_of("tuple", parts, tuple(p.value for p in parts) if known else _UNTRACKED))
         elif name in ("APPEND", "APPENDS"):
             parts = [stack.pop()] if name == "APPEND" else self.pop_mark()

@@ -91,7 +91,8 @@ def same(a, b) -> bool:
 def test_an_honest_checkpoint_loads_unchanged(tmp_path):
     # Catches bounds too tight for honest files: a depth bound of 5 (an optimizer's state nests 9),
     # a scan that refuses every shared reference (tied weights, a storage class named once and used
-    # by every tensor), one that refuses BUILD (a state_dict's OrderedDict gets its _metadata so).
+    # by every tensor), one that refuses BUILD (a state_dict's OrderedDict gets its _metadata so),
+    # one that keeps the value of small tuples only (bytes of 100 KB are _codecs.encode(text, 'latin1')).
     model = StandInCruncher(64, 4)
     optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1)
     for _ in range(2):
@@ -106,6 +107,7 @@ def test_an_honest_checkpoint_loads_unchanged(tmp_path):
              "plain_model": plain, "tied": [plain["final.weight"], plain["final.weight"]],
              "notes": "lr 0.1, " * 200, "losses": [0.5 + i / 1000 for i in range(5000)], "loss": torch.tensor(0.25),
              "config": nested, "counts": collections.Counter("checkpoint"), "seen": {1, 2, 3}, "key": {(1, "a"): b"xy"},
+             "blob": b"\x00\xff" * 50_000, "buffer": bytearray(b"data" * 10_000),
              "size": torch.Size([2, 3]), "device": torch.device("cpu"), "dtype": torch.bfloat16,
              "half": torch.ones(3, dtype=torch.bfloat16), "view": torch.arange(10)[2:7:2]}
     path = tmp_path / "checkpoint.pt"
