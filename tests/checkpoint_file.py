@@ -12,14 +12,16 @@ was found; only then does `torch.load(weights_only=True)` read it, and the tenso
 checked against their storages.
 
 Why a scan and not a load in a limited child process: the scan needs no second interpreter with
-torch (about a second and hundreds of MiB of memory per load on this course's machines), its cost
-is linear in the file and bounded by the opcode count, and what it lets through is bounded by
-construction rather than by where a process limit happens to be reached. It reads the opcodes
-`torch.load(weights_only=True)` reads (torch's own weights-only unpickler refuses every other one
-too).
+torch (importing torch alone took 4 s of CPU and 650 MiB on a 2-core machine), its cost is linear
+in the file and bounded by the opcode count (about 2.5 times torch's own unpickling), and what it
+lets through is bounded by construction rather than by where a process limit happens to be
+reached. It reads the opcodes `torch.load(weights_only=True)` reads (torch's own weights-only
+unpickler refuses every other one too). Only torch.save's zip format is read (its default since
+PyTorch 1.6); the legacy format is refused.
 
 The bounds are far above an honest checkpoint: the handout's models with AdamW or AdaGrad state
-and an iteration nest about 6 levels deep, hold a few hundred values and one zip entry per tensor.
+and an iteration nest 9 levels deep (a tensor's rebuild arguments counted), hold a few hundred
+values and one zip entry per tensor.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from tests.checks import explain, student_file_bytes
 MAX_ENTRIES = 100_000  # zip entries: an honest checkpoint has one per tensor storage, and 6 more
 MAX_OPCODES = 2_000_000  # pickle opcodes read (a state dict takes about 20 per tensor)
 MAX_SIZE = 2_000_000  # values a traversal of the result visits, shared ones counted each time used
-MAX_DEPTH = 100  # levels of containers (a checkpoint's dict of state dicts of tensors: about 6)
+MAX_DEPTH = 100  # levels of containers (a checkpoint's dict of state dicts of tensors: 9)
 MAX_KEY_SIZE = 100  # values in one dict key or set member (each insertion hashes it whole)
 MAX_SAME_HASH = 64  # distinct keys of one dict (or members of one set) that share a hash
 STRING_UNIT = 16  # characters of a string or bytes counted as one value
@@ -191,7 +193,7 @@ class _Scan:
     def checked(self, value: _Value) -> _Value:
         if value.depth > MAX_DEPTH:
             raise Refused(f"a checkpoint whose pickle nests more than {MAX_DEPTH} levels deep",
-                          f"at most {MAX_DEPTH} levels of containers (a checkpoint nests about 6)")
+                          f"at most {MAX_DEPTH} levels of containers (an optimizer's state_dict nests 9)")
         if value.size > MAX_SIZE:
             raise Refused(f"a checkpoint whose pickle builds more than {MAX_SIZE:,} values, counting a shared value "
                           "each time it is used (every traversal of the result visits them all)",
