@@ -12,13 +12,16 @@ from typing import Any
 
 import torch
 
+from tests.failure_output import shown
+
 # The first check of a test of rejections: a function that raises for every input would pass the rest.
 VALID_FIRST = "a valid input first (raising for every input is not rejecting the bad ones)"
 
 
 def explain(what: str, *, inputs: Any, expected: Any, got: Any, see: str) -> str:
-    """A failure message: one line per fact."""
-    return f"{what}\n  input:    {inputs}\n  expected: {expected!r}\n  got:      {got!r}\n  see:      {see}"
+    """A failure message: one line per fact; `expected` and `got` as repr shows them, bounded in size
+    and time (`shown`)."""
+    return f"{what}\n  input:    {inputs}\n  expected: {shown(expected)}\n  got:      {shown(got)}\n  see:      {see}"
 
 
 def check_equal(got: Any, expected: Any, *, what: str, inputs: Any, see: str) -> None:

@@ -8,6 +8,7 @@ to `MAX_OUTPUT_CHARS` characters, with a note that says so.
 
 from __future__ import annotations
 
+import itertools
 import re
 import traceback
 from pathlib import Path
@@ -25,6 +26,74 @@ def truncated(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
         return text
     note = f"\n[... output cut here: {len(text) - limit} more characters ...]"
     return text[:max(limit - len(note), 0)] + note
+
+
+MAX_SHOWN_CHARS = 2 * MAX_OUTPUT_CHARS  # one value in a message: what failure_text keeps of a whole output
+_PROBE_VALUES = 10_000  # values a small value holds at most: its repr is then exact
+_PROBE_DEPTH = 50
+_PROBE_CHARS = 100_000
+_LONG_INT_BITS = 10_000  # repr of an int of more bits is slow, and past about 14,000 raises
+
+
+def _small(value: object) -> bool:
+    """Whether `value` holds at most _PROBE_VALUES values, _PROBE_DEPTH levels and _PROBE_CHARS
+    characters of strings (bytes), ints of at most _LONG_INT_BITS bits: then repr(value) is cheap.
+    Counted without recursion, stopping at the first bound crossed."""
+    pending, count, chars = [(value, 0)], 0, 0
+    while pending:
+        item, depth = pending.pop()
+        count += 1
+        if count > _PROBE_VALUES or depth > _PROBE_DEPTH:
+            return False
+        if isinstance(item, (str, bytes, bytearray)):
+            chars += len(item)
+            if chars > _PROBE_CHARS:
+                return False
+        elif isinstance(item, int) and item.bit_length() > _LONG_INT_BITS:
+            return False
+        elif isinstance(item, dict):
+            pending += [(part, depth + 1) for part in itertools.islice(
+                itertools.chain.from_iterable(item.items()), _PROBE_VALUES + 1)]
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            pending += [(part, depth + 1) for part in itertools.islice(item, _PROBE_VALUES + 1)]
+    return True
+
+
+def _large_repr(value: object, budget: int, depth: int = 0) -> str:
+    """An outline of `value` of about `budget` characters at most: containers show their first items
+    and "...", strings their start, ints past _LONG_INT_BITS their size; 20 levels at most."""
+    if budget <= 0 or depth > 20:
+        return "..."
+    if isinstance(value, (str, bytes, bytearray)):
+        text = repr(value[:budget])
+        return text if len(value) <= budget else f"{text}... ({len(value):,} in all)"
+    if isinstance(value, int) and value.bit_length() > _LONG_INT_BITS:
+        return f"<an int of {value.bit_length():,} bits>"
+    if isinstance(value, (dict, list, tuple, set, frozenset)):
+        items = value.items() if isinstance(value, dict) else value
+        opening, closing = {dict: ("{", "}"), list: ("[", "]"), tuple: ("(", ")")}.get(
+            next(t for t in (dict, list, tuple, set, frozenset) if isinstance(value, t)), ("{", "}"))
+        if type(value) not in (dict, list, tuple):
+            opening, closing = f"{type(value).__name__}({opening}", f"{closing})"
+        parts, used = [], len(opening) + len(closing)
+        for item in items:
+            if used >= budget:
+                parts.append(f"... ({len(value):,} in all)")
+                break
+            left = budget - used
+            part = (f"{_large_repr(item[0], left, depth + 1)}: {_large_repr(item[1], left, depth + 1)}"
+                    if isinstance(value, dict) else _large_repr(item, left, depth + 1))
+            parts.append(part)
+            used += len(part) + 2
+        return opening + ", ".join(parts) + closing
+    return repr(value)[:budget]
+
+
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """repr(value) for a failure message, bounded in size and time whatever `value` holds (a value
+    loaded from a student's file, or a result of their code): exact for a value of at most
+    _PROBE_VALUES values, else an outline; cut to `limit` characters either way."""
+    return truncated(repr(value) if _small(value) else _large_repr(value, limit), limit)
 
 
 _EXPECTED_LINE = re.compile(r"^([ \t]*expected:).*$", re.MULTILINE)  # linear: no class that spans lines

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from adapters import checkpoint as A
+from tests.checkpoint_file import read_checkpoint
 from tests.checks import check_equal, explain, student_file_bytes, write_new_file
 
 pytestmark = pytest.mark.problem(10)
@@ -115,7 +116,7 @@ def test_save_then_load_a_path(tmp_path):
     elsewhere = [src for src, _ in renames if Path(src).resolve().parent != tmp_path.resolve()]
     assert not elsewhere, explain("the temporary file renamed onto the checkpoint must be in the same folder",
                                   inputs=inputs, expected=f"a file in {tmp_path}", got=elsewhere, see=f"{SEE} §10.3")
-    loaded = torch.load(io.BytesIO(student_file_bytes(path)), weights_only=True)
+    loaded = read_checkpoint(path, inputs=inputs, see=f"{SEE} §10.1")
     assert isinstance(loaded, dict), explain("torch.load(path, weights_only=True) of the checkpoint", inputs=inputs,
                                              expected="a dict", got=type(loaded).__name__, see=f"{SEE} §10.1")
     got = A.run_load_checkpoint(str(path), DIMS)

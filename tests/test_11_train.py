@@ -9,7 +9,6 @@ there costs points in its own problem, not here. `test_the_loss_falls` and
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 
@@ -19,7 +18,8 @@ import torch
 
 from adapters import train as A
 from adapters._tf32 import float32_matmuls
-from tests.checks import check_equal, check_tensor, explain, student_file_bytes, write_token_file
+from tests.checkpoint_file import read_checkpoint
+from tests.checks import check_equal, check_tensor, explain, write_token_file
 
 pytestmark = pytest.mark.problem(11)
 SEE = "handout/11_train.md"
@@ -199,7 +199,7 @@ def test_checkpoints_are_saved_every_n_steps(tmp_path):
     check_equal(saved_files(saved), ["step_000004.pt", "step_000008.pt"], inputs=inputs,
                 see=f"{SEE} §11.3", what="the files in checkpoint_dir (checkpoint_path(checkpoint_dir, i + 1))")
     for iteration in (4, 8):
-        loaded = torch.load(io.BytesIO(student_file_bytes(saved / f"step_{iteration:06d}.pt")), weights_only=True)
+        loaded = read_checkpoint(saved / f"step_{iteration:06d}.pt", inputs=inputs, see=f"{SEE} §11.3")
         got = loaded.get("iteration") if isinstance(loaded, dict) else type(loaded).__name__
         check_equal(got, iteration, inputs=inputs, see=f"{SEE} §11.3",
                     what=f"the \"iteration\" of step_{iteration:06d}.pt (steps done when it was saved)")

@@ -8,7 +8,6 @@ PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's sour
 
 from __future__ import annotations
 
-import io
 import random
 
 import numpy as np
@@ -16,6 +15,7 @@ import pytest
 import torch
 
 from adapters import checkpoint as A
+from tests.checkpoint_file import read_checkpoint
 from tests.checks import check_equal, check_tensor, explain, student_file_bytes
 from tests.test_10_checkpoint import DIMS, check_a_good_file_loads, check_same_states, must_save, trained
 
@@ -73,9 +73,9 @@ def test_the_file_holds_the_three_entries(tmp_path):
     path = tmp_path / "checkpoint.pt"
     must_save(A.run_save_checkpoint, DIMS, *states(*trained(2)), 2, str(path),
               inputs="a save at iteration 2 to a path")
-    loaded = torch.load(io.BytesIO(student_file_bytes(path)), weights_only=True)
     inputs = "torch.load(checkpoint, weights_only=True) of a save at iteration 2"
-    check_equal((type(loaded).__name__, sorted(loaded) if isinstance(loaded, dict) else None),
+    loaded = read_checkpoint(path, inputs=inputs, see=f"{SEE} §10.1")
+    check_equal((type(loaded).__name__, sorted(loaded, key=str) if isinstance(loaded, dict) else None),
                 ("dict", ["iteration", "model", "optimizer"]), what="(type, keys) of what the file holds",
                 inputs=inputs, see=f"{SEE} §10.1")
     check_equal((type(loaded["iteration"]).__name__, loaded["iteration"]), ("int", 2),
