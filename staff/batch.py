@@ -106,6 +106,26 @@ def meta_name(results: str) -> str:
     return "meta.json" if results == RESULTS else "meta-gpu.json"
 
 
+ROSTER = "submissions.json"  # in OUT: every submission of the batch, so a gradebook has a row for each
+
+
+def write_roster(submissions: list[Submission], out: Path) -> None:
+    """OUT/submissions.json: every submission of the batch (key, who, where), written by every run
+    and shard alike, so `staff gradebook OUT` has a row for each, graded or not."""
+    write_json_atomically({"submissions": [{"key": s.key, "path": str(s.path), "student_id": s.student_id,
+                                            "name": s.name, "email": s.email} for s in submissions]}, out / ROSTER)
+
+
+def read_roster(out: Path) -> list[Submission] | None:
+    """The submissions OUT/submissions.json lists, or None where there is no readable one."""
+    try:
+        listed = json.loads((out / ROSTER).read_text(encoding="utf-8"))["submissions"]
+        return [Submission(str(e["key"]), Path(e["path"]), str(e["student_id"]), str(e.get("name", "")),
+                           str(e.get("email", ""))) for e in listed]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def previous_name(name: str) -> str:
     """Where a results or meta file's grade goes when a batch grades the submission again:
     results.json -> results.previous.json."""
@@ -251,6 +271,7 @@ def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs:
         raise BatchError(f"{out} is inside the batch folder {folder}; choose another output folder")
     out.mkdir(parents=True, exist_ok=True)
     mine = in_shard(submissions, *shard) if shard else submissions
+    write_roster(submissions, out)
     for submission in mine:  # what an earlier run, stopped mid-write, left half-written (never another shard's)
         for stale in (out / submission.key).glob(".*.tmp"):
             stale.unlink(missing_ok=True)

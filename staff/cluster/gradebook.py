@@ -3,7 +3,8 @@
 This is the last step of a batch graded in shards (on Slurm or by hand): the shards write only their
 submissions' results, never the gradebook, since several write into OUT at once. Run it once every
 shard has ended; it grades nothing. With --batch DIR the gradebook counts DIR's submissions (and says
-how many are not graded yet); without it, the submissions OUT holds, by their meta files.
+how many are not graded yet); without it, the submissions the batch listed in OUT (submissions.json),
+or where there is no such list, those OUT holds a meta file for.
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ from pathlib import Path
 
 
 def submissions_in(out: Path) -> list:
-    """The submissions that OUT holds a meta file for (meta.json or meta-gpu.json, which name the
-    submitters), sorted by name; each one's path is its folder in OUT (nothing is graded from it)."""
-    from staff.batch import RESULTS, RESULTS_GPU, Submission, meta_name
+    """The submissions of the batch graded into OUT: those its roster lists (OUT/submissions.json,
+    which every batch run and shard writes: graded or not), else those OUT holds a meta file for
+    (meta.json or meta-gpu.json, which name the submitters), sorted by name; each one's path is then
+    its folder in OUT (nothing is graded from it)."""
+    from staff.batch import RESULTS, RESULTS_GPU, Submission, meta_name, read_roster
 
+    listed = read_roster(out)
+    if listed is not None:
+        return listed
     found = {}
     for results in (RESULTS_GPU, RESULTS):  # the CPU part's meta file wins where both are there
         for meta in out.glob(f"*/{meta_name(results)}"):
@@ -61,5 +67,5 @@ def add_gradebook(commands) -> None:
     gradebook.add_argument("out", type=Path, metavar="OUT", help="the batch's output folder")
     gradebook.add_argument("--batch", type=Path, metavar="DIR", default=None,
                            help="the batch's folder: its submissions are the gradebook's rows, graded or not "
-                           "(default: the submissions OUT holds)")
+                           "(default: the submissions the batch listed in OUT/submissions.json)")
     gradebook.set_defaults(run=main_gradebook)

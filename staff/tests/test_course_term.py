@@ -171,17 +171,18 @@ def test_a_result_that_moved_with_nothing_changed_is_reported_as_a_defect(batch,
         assert [row["cause"] for row in csv.DictReader(handle)] == [FLAKY]
 
 
-def test_every_submission_is_a_gradebook_row_and_the_ungraded_are_flagged(batch, tmp_path):
-    # Catches a gradebook that drops submissions not graded yet (after one shard of two: 1 row for 3).
+def test_every_submission_is_a_gradebook_row_and_the_ungraded_are_flagged(batch, tmp_path, capsys):
+    # Catches a gradebook that drops submissions not graded yet (after one shard of two, `staff gradebook
+    # OUT` wrote 1 row for 3): with or without --batch, every submission is a row.
     out = tmp_path / "out"
     run(batch, out, StandIn(Settings()), shard=(1, 2))
-    submissions = [Submission(p.name, p, p.name) for p in sorted(batch.iterdir())]
-    lines, _ = write_gradebook(submissions, out)
-    graded = rows(out)
-    assert sorted(graded) == ["ada", "bob", "cyd"]
-    waiting = [key for key, row in graded.items() if row["status"] == "not graded"]
-    assert waiting and all(graded[key]["total"] == "" for key in waiting)
-    assert f"{len(waiting)} submission(s) not graded:" in lines
+    for given in ([], ["--batch", str(batch)]):
+        assert main(["gradebook", str(out), *given]) == 0
+        graded = rows(out)
+        assert sorted(graded) == ["ada", "bob", "cyd"]
+        waiting = [key for key, row in graded.items() if row["status"] == "not graded"]
+        assert waiting and all(graded[key]["total"] == "" for key in waiting)
+        assert f"{len(waiting)} submission(s) not graded:" in capsys.readouterr().out
 
 
 def test_a_gradebook_of_two_suites_warns_and_names_them(batch, tmp_path):
