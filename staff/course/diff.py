@@ -26,7 +26,7 @@ from pathlib import Path
 
 from adapters._text import shown_text
 from staff.atomic import atomic_file, write_text_atomic
-from staff.course.stale import settings_change, suite_change
+from staff.course.stale import scored, settings_change, suite_change
 
 FLAKY = "nothing changed: a flaky result (a defect of the suite or the grader)"
 NEW_TEST, REMOVED_TEST = "a new test", "the test was removed"
@@ -147,9 +147,9 @@ def cause(old: Graded, new: Graded, before: dict | None, after: dict | None) -> 
         reasons.append("the test changed")
     elif old_suite.get("sha256") != new_suite.get("sha256"):
         reasons.append(f"the suite changed in {suite_change(old_suite, new_suite)}")
-    if old_record.get("settings") != new_record.get("settings"):
-        changed = settings_change(old_record.get("settings") or {}, new_record.get("settings") or {})
-        reasons.append(f"the settings changed: {changed}")
+    old_settings, new_settings = scored(old_record.get("settings") or {}), scored(new_record.get("settings") or {})
+    if old_settings != new_settings:
+        reasons.append(f"the settings changed: {settings_change(old_settings, new_settings)}")
     old_commit, new_commit = old_record.get("grader", {}).get("commit"), new_record.get("grader", {}).get("commit")
     if not reasons and old_commit != new_commit:
         reasons.append(f"the grader changed (commit {str(old_commit)[:10]} -> {str(new_commit)[:10]})")

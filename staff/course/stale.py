@@ -17,6 +17,14 @@ from staff import provenance
 from staff.outcomes import Outcome
 
 NOT_GRADED = "no grade yet"
+# Settings a grade records but that decide no score, so a difference in them leaves a grade current:
+# torch's threads follow the machine (a Slurm task gives each submission its node's share).
+NO_SCORE = frozenset({"threads"})
+
+
+def scored(settings: dict) -> dict:
+    """The settings that can change a score (all but NO_SCORE)."""
+    return {name: value for name, value in settings.items() if name not in NO_SCORE}
 
 
 @dataclass(frozen=True)
@@ -73,8 +81,9 @@ def why_regrade(document: dict | None, current: Current | None, upload: Path) ->
     suite = recorded.get("suite") if isinstance(recorded.get("suite"), dict) else {}
     if suite.get("sha256") != current.suite["sha256"]:
         return f"the suite changed in {suite_change(suite, current.suite)}"
-    if recorded.get("settings") != current.settings:
-        return f"the settings changed: {settings_change(recorded.get('settings') or {}, current.settings)}"
+    then, now = scored(recorded.get("settings") or {}), scored(current.settings)
+    if then != now:
+        return f"the settings changed: {settings_change(then, now)}"
     submission = recorded.get("submission") if isinstance(recorded.get("submission"), dict) else {}
     if submission.get("sha256") != provenance.submission_sha256(upload)["sha256"]:
         return "the submission changed"

@@ -126,6 +126,9 @@ def test_a_rerun_regrades_exactly_the_stale_grades_and_says_why(batch, tmp_path)
     shutil.rmtree(cyd)
     run(batch, out, grader)
     assert grader.graded == [], "the same files uploaded as a zip are the same submission"
+    threaded = StandIn(Settings(threads=3))  # a Slurm node's share of its cores: no score changes
+    run(batch, out, threaded)
+    assert threaded.graded == [], "torch's threads decide no score"
     fixed = StandIn(Settings(), suite_of({**SUITE["files"], "tests/test_09_data.py": "c"}))
     lines = run(batch, out, fixed)
     assert sorted(fixed.graded) == ["ada", "bob", "cyd"]
