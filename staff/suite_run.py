@@ -171,6 +171,9 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         report.outcome = Outcome.OUT_OF_MEMORY
         report.details = {"what": str(report.notes["grader_out_of_memory"]), "memory_limit_bytes": limit}
         return report, log_text
+    if "grader_error" in report.notes:  # the sandbox plugin's note: the worker did not start, before any student code
+        report.outcome, report.details = Outcome.GRADER_ERROR, {"error": str(report.notes["grader_error"])}
+        return report, log_text
     preflight = report.notes.get("cuda_preflight")
     if isinstance(preflight, dict) and preflight.get("passed") is not True:  # the sandbox plugin's: a GPU grade
         report.outcome, report.details = Outcome.CUDA_UNAVAILABLE, {"error": str(preflight.get("said", ""))}

@@ -24,7 +24,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from staff.sandbox import memory, memory_group, settings
-from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, WorkerCrashed, memory_failure, status_words
+from staff.sandbox.failures import (
+    CallTimedOut,
+    GraderOutOfMemory,
+    WorkerCrashed,
+    WorkerNotStarted,
+    memory_failure,
+    status_words,
+)
 from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_frame, unread_bytes, write_frame
 from staff.sandbox.keeper import end_everything_below
 from staff.sandbox.leftovers import kill_user, remove_leftovers
@@ -60,6 +67,8 @@ class Worker:
         self.group = Path(config.memory_group) if config.memory_group else None  # the worker's own, if any
         self.group_baseline = 0  # what the group held when the zygote said hello (torch and the adapters)
         self.grader_out_of_memory: str | None = None  # set once the container, not the code, ran out
+        self.not_started: str | None = None  # set when the first zygote did not start: the grader's failure
+        self.started_once = False
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -106,13 +115,16 @@ class Worker:
         """A zygote that has said hello: the one started last, or a new one if that one is gone.
 
         Raises:
-            WorkerCrashed: it could not start (the message holds what it printed).
+            WorkerCrashed: it could not start again after student code ran (the message holds what it printed).
+            WorkerNotStarted: the first zygote did not start (recorded in `not_started`; see `_not_started`).
             GraderOutOfMemory: the kernel killed it for the container's memory (see `_out_of_memory`).
         """
         with self._watching_memory():
             self._ensure_ready()
 
     def _ensure_ready(self) -> None:
+        if self.not_started is not None:
+            raise WorkerNotStarted(self.not_started)  # it would fail the same way again
         if self.process is None or self.process.poll() is not None or self.control is None:
             self.stop()
             self.spawn()
@@ -124,16 +136,34 @@ class Worker:
             why = f"it {status_words(self.process.wait(5))}" if not isinstance(error, FrameTimeout) and \
                 self.process.poll() is not None else f"it did not start within {self.startup_timeout_s:g} s"
             self.stop()
-            raise WorkerCrashed(f"the grader's worker process could not start: {why}\n{self.log.take()}") from None
+            raise self._not_started(f"{why}\n{self.log.take()}") from None
         if not hello.get("ok"):
             self.stop()
-            raise WorkerCrashed(f"the grader's worker process could not start:\n{hello.get('error', '')}")
+            raise self._not_started(f"\n{hello.get('error', '')}")
+        self.started_once = True
         self.protections = {str(k): str(v) for k, v in dict(hello.get("protections", {})).items()}
         self.uid, self.gid = int(hello.get("uid", os.getuid())), int(hello.get("gid", os.getgid()))
         self.zygote_kib = int(hello.get("peak_kib", 0) or 0)
         if self.group is not None:
             self.group_baseline = memory_group.usage_bytes(self.group) or 0
         self.ready = True
+
+    def _not_started(self, said: str) -> WorkerCrashed | WorkerNotStarted:
+        """A zygote that did not say hello (`said`: how it ended, what it printed). It imports no student
+        code, so the first one's failure is the grader's (recorded in `not_started`, which the grade
+        ends on): a memory limit too small for torch above all, which a grade of every submission
+        would meet. After student code ran (which may have killed the last zygote) a failed restart
+        stays a crash of the student's process."""
+        if self.started_once:
+            return WorkerCrashed(f"the grader's worker process could not start: {said}")
+        limit = self.config.limits.memory_bytes
+        hint = (f"; it ran under an address-space limit of {limit / 2**30:g} GiB (--memory-gib): torch needs "
+                f"at least {settings.MEMORY_FLOOR_GIB:g}, so give that or more, or 0 for no limit") if limit else ""
+        last = [line.strip() for line in said.splitlines() if line.strip()][-1:] or ["it said nothing"]
+        self.not_started = f"its worker process did not start, before any of the submission's code ran, so no " \
+                           f"test was counted (this is not the student's fault){hint} (the last it said: " \
+                           f"{last[0][:300]})"
+        return WorkerNotStarted(f"{self.not_started}\n{said}")
 
     def fresh_child(self) -> str:
         """Have the zygote end the serving child (and all it started) and fork a new one; how the old

@@ -28,9 +28,19 @@ class CallTimedOut(SandboxFailure):
     pass
 
 
-class GraderOutOfMemory(SandboxFailure):
+class GraderFailure(SandboxFailure):
+    """The grader's side failed, not the student's code: the grade must not count it against them,
+    and ends as the grader's failure (the worker records why)."""
+
+
+class GraderOutOfMemory(GraderFailure):
     """The container ran out of memory while the student's code used little of it: the grader's
-    limit, not the student's doing. The grade must not count it against them."""
+    limit, not the student's doing."""
+
+
+class WorkerNotStarted(GraderFailure):
+    """The worker's zygote did not start the first time (it imports torch and the adapters, never
+    student code): a memory limit too small for torch, a broken environment, a machine too slow."""
 
 
 class WorkerCrashed(SandboxFailure):

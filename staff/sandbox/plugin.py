@@ -148,17 +148,19 @@ def _cuda_started(session: pytest.Session, sandbox: Sandbox) -> bool:
 
 def _end_on_shortage(session: pytest.Session, sandbox: Sandbox) -> None:
     """Once the kernel killed a worker process for the container's memory while the student's code
-    used little (`Worker.grader_out_of_memory`), nothing more of this run speaks of the submission:
+    used little (`Worker.grader_out_of_memory`), or the first worker did not start (`Worker.not_started`:
+    a memory limit too small for torch, say), nothing more of this run speaks of the submission:
     note it in the report at once (the grade ends on it, and the test process may be killed next) and
     run no further test."""
-    shortage = sandbox.worker.grader_out_of_memory
-    if shortage is None or sandbox.shortage_noted:
+    shortage, not_started = sandbox.worker.grader_out_of_memory, sandbox.worker.not_started
+    if (shortage is None and not_started is None) or sandbox.shortage_noted:
         return
     sandbox.shortage_noted = True
     points = session.config.pluginmanager.get_plugin("points")
     if points is not None:
-        points.note("grader_out_of_memory", shortage)
-    session.shouldstop = "the grading container ran out of memory"
+        points.note(*(("grader_out_of_memory", shortage) if shortage is not None else ("grader_error", not_started)))
+    session.shouldstop = "the grading container ran out of memory" if shortage is not None else \
+        "the grader's worker did not start"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -166,6 +168,8 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     sandbox = item.config.stash.get(_KEY, None)
     if sandbox is not None and sandbox.worker.grader_out_of_memory is not None:
         raise RuntimeError(f"not run: {sandbox.worker.grader_out_of_memory}")  # the grade counts no test
+    if sandbox is not None and sandbox.worker.not_started is not None:
+        raise RuntimeError(f"not run: {sandbox.worker.not_started}")  # the grade counts no test
     if sandbox is not None and sandbox.cuda_failure is not None:
         raise RuntimeError(f"not run: CUDA did not start in the grader's sandbox: {sandbox.cuda_failure[:300]}")
     if sandbox is not None and sandbox.import_problem is not None:

@@ -20,6 +20,13 @@ from pathlib import Path
 from tests.grading import HIDDEN_VISIBILITY, PROBLEMS, VISIBILITIES
 
 MEMORY_GIB = 8.0  # a CPU grade's address-space limit when --memory-gib is not given (a GPU grade has none)
+# The least address space under which the worker's zygote imported torch, torch._dynamo and the
+# adapters (`worker.import_torch`): 3.375 GiB worked and 3.25 GiB did not (a SystemError out of torch's
+# import, a segfault, "failed to map segment"), in steps of 1/8 GiB, torch 2.2.2 on Linux 6.18 x86_64.
+IMPORT_MEASURED_GIB = 3.375
+# A smaller limit is refused before any grade: every worker would fail to start, and not for the
+# submission's sake. The margin is for other machines' libraries and thread stacks.
+MEMORY_FLOOR_GIB = 4.0
 _NUMBERS = ("run_timeout_s", "test_timeout_s", "import_timeout_s", "startup_timeout_s", "disk_gib", "threads")
 _SWITCHES = ("hidden", "gpu", "in_process", "separate_user", "namespaces", "landlock", "seccomp", "tmpfs")
 
@@ -43,7 +50,8 @@ class Settings:
         "grade starts CUDA) before the grade fails as the grader's own failure")
     memory_gib: float | None = _setting(
         None, "--memory-gib", "address space the student's process may use, GiB, and, where the grader can make "
-        "the worker a memory cgroup, all its processes may hold, in-memory files included (0: unlimited; default: "
+        "the worker a memory cgroup, all its processes may hold, in-memory files included (0: unlimited; at least "
+        f"{MEMORY_FLOOR_GIB:g}, below which the worker cannot import torch; default: "
         f"{MEMORY_GIB:g} for a CPU grade, unlimited for a GPU grade: the CUDA driver maps far more address space "
         "than it uses)")
     disk_gib: float = _setting(2.0, "--disk-gib", "what the student's files may take in all, GiB")
@@ -79,6 +87,12 @@ class Settings:
         if self.memory_gib is not None and (isinstance(self.memory_gib, bool) or
                                             not isinstance(self.memory_gib, (int, float)) or self.memory_gib < 0):
             raise ValueError(f"memory_gib must be a number of at least 0 or None, got {self.memory_gib!r}")
+        limit = self.memory_bytes()
+        if limit is not None and limit < MEMORY_FLOOR_GIB * 2**30:
+            raise ValueError(f"memory_gib (--memory-gib) {self.memory_gib:g} is below the {MEMORY_FLOOR_GIB:g} GiB "
+                             f"of address space the grader's worker needs to import torch (it needed "
+                             f"{IMPORT_MEASURED_GIB:g} GiB where measured), so no submission could be graded; "
+                             f"give at least {MEMORY_FLOOR_GIB:g}, or 0 for no limit")
         if isinstance(self.threads, float) and not self.threads.is_integer():
             raise ValueError(f"threads must be a whole number, got {self.threads!r}")
         if self.hidden_visibility not in VISIBILITIES:

@@ -31,6 +31,7 @@ _SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_TYPE_MASK = 1, 5, 0xF
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY = 6, 7, 37, 38, 1024, 1026
+_PRIO_PROCESS = 0
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_W_ABS, _AND_K, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x54, 0x15, 0x25, 0x35, 0x45, 0x06
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -55,6 +56,22 @@ def _arg(index: int) -> tuple[int, int, int, int]:
     return (_LD_W_ABS, 0, 0, 16 + 8 * index)  # the low 32 bits of seccomp_data.args[index]
 
 
+def _high(index: int) -> tuple[int, int, int, int]:
+    return (_LD_W_ABS, 0, 0, 16 + 8 * index + 4)  # the high 32 bits (both architectures are little-endian)
+
+
+def _only(wanted: dict[int, int], deny: int) -> list[tuple[int, int, int, int]]:
+    """Allow only when each argument `index` is `wanted[index]`, its low word and its high word (the
+    value zero-extended): any other value, in either word, is refused (`deny`)."""
+    body: list[tuple[int, int, int, int]] = []
+    for index, value in wanted.items():
+        body += [_arg(index), (_JEQ_K, 0, None, value & 0xFFFFFFFF), _high(index), (_JEQ_K, 0, None, 0)]
+    body.append((_RET_K, 0, 0, _RET_ALLOW))
+    # every mismatch jumps to the refusal that follows the allow
+    return [(code, jt, len(body) - 1 - i if jf is None else jf, k) for i, (code, jt, jf, k) in enumerate(body)] + \
+        [(_RET_K, 0, 0, deny)]
+
+
 def _refuse_values(index: int, values: list[int], deny: int) -> list[tuple[int, int, int, int]]:
     """Refuse (`deny`) when argument `index` is one of `values`; allow otherwise."""
     count = len(values)
@@ -62,14 +79,17 @@ def _refuse_values(index: int, values: list[int], deny: int) -> list[tuple[int, 
     return [_arg(index), *checks, (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW)]
 
 
-def seccomp_program(machine: str, sockets: bool = True) -> list[tuple[int, int, int, int]]:
+def seccomp_program(machine: str, sockets: bool = True,
+                    namespace_init: bool = False) -> list[tuple[int, int, int, int]]:
     """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
     architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
     with its errno; socket() with EAFNOSUPPORT, socketpair() but for AF_UNIX stream and seqpacket
     pairs, clone() with a new namespace, TIOCSTI and file locks with EPERM; the allowed calls pass;
     any other number fails with ENOSYS. Without `sockets` (a GPU grade: CUDA's driver makes a unix
     socket as it starts), socket() fails only for AF_INET and AF_INET6, and syscalls.GPU_ONLY,
-    socketpair() of any type and fcntl's locks are allowed."""
+    socketpair() of any type and fcntl's locks are allowed. The calls that change a process's limits
+    or scheduling act on pid 0 (the caller) only, and kill(-1) is refused unless `namespace_init` (the
+    worker is its PID namespace's init, where -1 means every process of the namespace)."""
     deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
     have = syscalls.numbers(machine)
     program = [(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
@@ -89,6 +109,15 @@ def seccomp_program(machine: str, sockets: bool = True) -> list[tuple[int, int, 
         "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX], deny),
         "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY], deny)
         if sockets else [(_RET_K, 0, 0, allow)],
+        "prlimit64": _only({0: 0}, deny),
+        "sched_setaffinity": _only({0: 0}, deny),
+        "sched_setparam": _only({0: 0}, deny),
+        "sched_setscheduler": _only({0: 0}, deny),
+        "sched_setattr": _only({0: 0}, deny),
+        "getpriority": _only({0: _PRIO_PROCESS, 1: 0}, deny),
+        "setpriority": _only({0: _PRIO_PROCESS, 1: 0}, deny),
+        # pid_t is an int: the kernel reads the low word alone, so the low word alone decides the refusal
+        "kill": [(_RET_K, 0, 0, allow)] if namespace_init else _refuse_values(0, [0xFFFFFFFF], deny),
     }
     for name, body in checked.items():
         if name in have:
@@ -111,13 +140,13 @@ def seccomp_program(machine: str, sockets: bool = True) -> list[tuple[int, int, 
     return program + [(_RET_K, 0, 0, enosys)]
 
 
-def deny_syscalls(sockets: bool = True) -> str:
-    """Install the seccomp filter of `seccomp_program` (`sockets` as there) on this process and its
-    future children, for good. Needs Linux on x86_64 or aarch64."""
+def deny_syscalls(sockets: bool = True, namespace_init: bool = False) -> str:
+    """Install the seccomp filter of `seccomp_program` (`sockets` and `namespace_init` as there) on this
+    process and its future children, for good. Needs Linux on x86_64 or aarch64."""
     machine = os.uname().machine if libc is not None else ""
     if machine not in _AUDIT_ARCH:
         return off(f"no filter for {machine or sys.platform}")
-    program = seccomp_program(machine, sockets)
+    program = seccomp_program(machine, sockets, namespace_init)
     filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
     fprog = _SockFprog(len(program), filters)
     if not prctl(PR_SET_NO_NEW_PRIVS, 1):
@@ -127,5 +156,5 @@ def deny_syscalls(sockets: bool = True) -> str:
     made = "no sockets but unix pairs" if sockets else "no internet sockets (a GPU grade: unix sockets allowed)"
     allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + (0 if sockets else len(syscalls.GPU_ONLY))
     return f"{ON} (seccomp: an allow-list of {allowed} " \
-           f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces or " \
-           "access to other processes)"
+           f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces, " \
+           "access to other processes or their limits and scheduling)"

@@ -45,18 +45,24 @@ ALLOWED: list[tuple[str, str]] = [
     ("its own processes and threads, and waiting for them (clone's flags are CHECKED)",
      "fork vfork exit exit_group wait4 waitid set_tid_address set_robust_list rseq futex futex_waitv "
      "futex_wake futex_wait futex_requeue arch_prctl"),
-    ("ids and limits of its own (setting ids needs a capability it has not)",
+    ("ids and limits of its own (setting ids needs a capability it has not; setpgid and setsid reach only its "
+     "own children and session; getpgid, getsid and capget of another pid read, and change nothing)",
      "getpid getppid gettid getpgid getpgrp getsid setsid setpgid getuid geteuid getgid getegid getresuid "
-     "getresgid getgroups capget capset getrlimit setrlimit prlimit64 getrusage times uname sysinfo getrandom "
+     "getresgid getgroups capget capset getrlimit setrlimit getrusage times uname sysinfo getrandom "
      "getcpu prctl"),
-    ("scheduling of its own threads (the PID namespace, or Landlock and its uid, leave it no other's)",
-     "sched_yield sched_getaffinity sched_setaffinity sched_getparam sched_setparam sched_getscheduler "
-     "sched_setscheduler sched_getattr sched_setattr sched_get_priority_max sched_get_priority_min "
-     "sched_rr_get_interval getpriority setpriority"),
-    ("signals: to its own processes only (PID namespace; Landlock's signal scope; another grade has another uid)",
-     "kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo pidfd_open pidfd_send_signal rt_sigaction "
-     "rt_sigprocmask rt_sigreturn rt_sigpending rt_sigtimedwait rt_sigsuspend sigaltstack pause alarm "
-     "getitimer setitimer signalfd signalfd4 restart_syscall"),
+    ("reading scheduling settings (of any pid: they change nothing; libgomp reads its threads' affinity by tid); "
+     "the calls that change them are CHECKED",
+     "sched_yield sched_getaffinity sched_getparam sched_getscheduler sched_getattr sched_get_priority_max "
+     "sched_get_priority_min sched_rr_get_interval"),
+    ("signals to a pid or process group: no filter can tell the worker's own pids from others', and Python needs "
+     "them for its children (subprocess, multiprocessing) and itself (raise, abort: tgkill); the PID namespace, "
+     "Landlock's signal scope (ABI 6) or the worker's own uid keeps them in; where none holds (an ordinary user "
+     "without user namespaces, Landlock before ABI 6) they reach the grader's uid (README, \"Grading as an "
+     "ordinary user\"); kill(-1) is CHECKED",
+     "tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo pidfd_open pidfd_send_signal"),
+    ("signals: its own handlers, masks and timers",
+     "rt_sigaction rt_sigprocmask rt_sigreturn rt_sigpending rt_sigtimedwait rt_sigsuspend sigaltstack pause "
+     "alarm getitimer setitimer signalfd signalfd4 restart_syscall"),
     ("clocks and timers: read, or timers of its own (setting the clock needs a capability, and is REFUSED)",
      "nanosleep clock_nanosleep clock_gettime clock_getres gettimeofday time timer_create timer_settime "
      "timer_gettime timer_getoverrun timer_delete timerfd_create timerfd_settime timerfd_gettime"),
@@ -78,6 +84,19 @@ CHECKED: dict[str, str] = {
     "ioctl": "not TIOCSTI or TIOCLINUX (typing into a terminal); the rest acts on a descriptor it holds",
     "fcntl": "no record lock, lease or dnotify: a lock on a file of the shared environment is seen by every "
              "grade (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY)",
+    # Without a PID namespace another process of the same uid (a batch neighbour, the grader, the TA's shell)
+    # is in reach of these by pid; pid 0 means the caller, and the filter cannot know the caller's pid.
+    "prlimit64": "pid 0 only (itself): another pid's limits are another process's (glibc's setrlimit passes 0)",
+    "sched_setaffinity": "pid 0 only (itself): another pid's CPUs are another process's",
+    "sched_setparam": "pid 0 only (itself): another pid's priority is another process's",
+    "sched_setscheduler": "pid 0 only (itself): another pid's policy is another process's",
+    "sched_setattr": "pid 0 only (itself): another pid's policy is another process's",
+    "getpriority": "PRIO_PROCESS and who 0 only (itself, as os.nice asks): not a process group or a user",
+    "setpriority": "PRIO_PROCESS and who 0 only (itself): not another pid, a process group or every process "
+                   "of a user (the grader's, without a uid of its own)",
+    "kill": "not pid -1 (every process it may signal) unless the worker is its PID namespace's init, where -1 "
+            "is the namespace; another pid or group is left to the PID namespace, Landlock and the uid, as "
+            "tgkill is (see its line)",
 }
 
 # Allowed in a GPU grade only, where CUDA's driver talks to its daemons over unix sockets.
@@ -93,9 +112,12 @@ REFUSED: list[tuple[str, int, str]] = [
      "in /proc/keys by a later grade", errno.EPERM, "add_key request_key keyctl"),
     ("io_uring: it opens files and sockets past this filter", errno.EPERM,
      "io_uring_setup io_uring_enter io_uring_register"),
-    ("another process's memory, files or pages (a worker of the same uid, without a PID namespace)", errno.EPERM,
+    ("another process's memory, files or pages (a worker of the same uid, without a PID namespace); move_pages "
+     "and migrate_pages act on any pid, and nothing the worker runs needs them for itself", errno.EPERM,
      "ptrace process_vm_readv process_vm_writev process_madvise process_mrelease pidfd_getfd kcmp "
      "get_robust_list move_pages migrate_pages"),
+    ("I/O priority: ioprio_set reaches another pid, a process group or a user's every process, and nothing the "
+     "worker runs sets or reads it", errno.EPERM, "ioprio_set ioprio_get"),
     ("kernel-side programs and event streams: BPF maps pinned in bpffs outlive the process; perf events, "
      "fanotify and inotify see what other processes do to files they share (the environment)", errno.EPERM,
      "bpf perf_event_open fanotify_init fanotify_mark inotify_init inotify_init1 inotify_add_watch "
@@ -114,7 +136,7 @@ REFUSED: list[tuple[str, int, str]] = [
     ("the machine's administration (each needs a capability the worker has not; none is needed)", errno.EPERM,
      "reboot kexec_load kexec_file_load init_module finit_module delete_module swapon swapoff acct quotactl "
      "quotactl_fd sethostname setdomainname settimeofday clock_settime adjtimex clock_adjtime iopl ioperm "
-     "vhangup sync ioprio_set ioprio_get"),
+     "vhangup sync"),
     ("changing its ids: without a capability only among its own; nothing needs it", errno.EPERM,
      "setuid setgid setreuid setregid setresuid setresgid setfsuid setfsgid setgroups"),
     ("special files (FIFOs, devices) in its folder, which a root test might open and block on", errno.EPERM,

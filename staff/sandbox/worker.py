@@ -63,7 +63,8 @@ def _confine(config: dict, status: dict[str, str]) -> None:
         status.update({"file access": restricted["files"], "signals out": restricted["signals"],
                        "tcp": restricted["tcp"]})
     if config.get("seccomp", True):
-        status["system calls"] = syscall_filter.deny_syscalls(sockets=not config.get("cuda"))
+        status["system calls"] = syscall_filter.deny_syscalls(sockets=not config.get("cuda"),
+                                                              namespace_init=os.getpid() == 1)
 
 
 def _parent_alive(watch: int) -> bool:
@@ -141,17 +142,23 @@ def _end_children(child: int | None, init: bool) -> tuple[int | None, int]:
     return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)), peak_kib
 
 
+def import_torch(threads: int) -> None:
+    """What the zygote imports before it says hello, once for every child: numpy, torch and the
+    adapters, never student code. Its address space is what settings.MEMORY_FLOOR_GIB is measured by."""
+    import numpy  # noqa: F401
+    import torch
+    import torch._dynamo  # noqa: F401 - any optimizer's first use imports it (about 2 s): once here, for every child
+
+    torch.set_num_threads(threads)
+    from adapters import _codec, _durability, _instrument  # noqa: F401 - imported once here, not in a test's time
+
+
 def zygote(config: dict, status: dict[str, str]) -> None:
     control = socket.socket(fileno=config["control_fd"])
     init = os.getpid() == 1
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # nothing in the namespace may stop the zygote
     try:
-        import numpy  # noqa: F401
-        import torch
-        import torch._dynamo  # noqa: F401 - any optimizer's first use imports it (about 2 s): once here, for every child
-
-        torch.set_num_threads(config["threads"])
-        from adapters import _codec, _durability, _instrument  # noqa: F401 - imported once here, not in a test's time
+        import_torch(config["threads"])
     except BaseException as error:  # noqa: BLE001 - the grader must hear why the worker cannot start
         control.sendall(json.dumps({"op": "hello", "ok": False, "error": _student_traceback(error)}).encode() + b"\n")
         return

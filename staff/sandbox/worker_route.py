@@ -17,7 +17,7 @@ from typing import Any
 
 from adapters import _codec, _remote_error
 from staff.sandbox.client import Worker
-from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, SandboxFailure, WorkerCrashed
+from staff.sandbox.failures import CallTimedOut, GraderFailure, SandboxFailure, WorkerCrashed
 from staff.sandbox.quota import DiskQuota
 
 MAX_STRIKES = 2  # time-outs or crashes of one adapter before its later calls are not run
@@ -68,8 +68,8 @@ class WorkerRoute:
             except (CallTimedOut, WorkerCrashed) as failure:  # before any student call: no strike
                 raise WorkerCrashed(f"{name} was not run: the process for your code did not start ({failure})") \
                     from None
-            except GraderOutOfMemory as shortage:  # recorded by the worker: the grade ends on it
-                raise GraderOutOfMemory(f"{name} was not run: the process for your code {shortage}") from None
+            except GraderFailure as failure:  # recorded by the worker: the grade ends on it
+                raise type(failure)(f"{name} was not run: the process for your code {failure}") from None
         left = self.test_timeout_s - self.used_s
         started = time.monotonic()
         request = {"op": "call", "function": f"{function.__module__}:{name}", "args": header, "seed": self.seed,
@@ -84,8 +84,8 @@ class WorkerRoute:
         except WorkerCrashed as crash:
             self._strike(name, "crashed")
             raise WorkerCrashed(f"{name}: the process running your code {crash}") from None
-        except GraderOutOfMemory as shortage:  # recorded by the worker: the grade ends on it
-            raise GraderOutOfMemory(f"{name}: the process running your code {shortage}") from None
+        except GraderFailure as failure:  # recorded by the worker: the grade ends on it
+            raise type(failure)(f"{name}: the process running your code {failure}") from None
         finally:
             self.used_s += time.monotonic() - started
             self._echo_output()
@@ -128,8 +128,8 @@ class WorkerRoute:
             return False, f"the worker did not start CUDA within {timeout_s:g} s"
         except WorkerCrashed as crash:
             return False, f"the worker {crash}"
-        except GraderOutOfMemory as shortage:
-            return False, f"not finished: the process starting CUDA {shortage}"
+        except GraderFailure as failure:
+            return False, f"not finished: the process starting CUDA {failure}"
         if reply.get("ok") is True:
             try:
                 return True, str(_codec.decode(reply.get("value", "null"), blobs))
@@ -150,7 +150,7 @@ class WorkerRoute:
         except WorkerCrashed as crash:
             return _codec.bounded(f"the process importing your package {crash}\n{self.worker.log.take()}".strip(),
                                   _remote_error.MAX_TRACEBACK_CHARS)
-        except GraderOutOfMemory:
+        except GraderFailure:
             return None  # not the package's fault: the worker recorded it, and the grade ends on it
         if reply.get("ok") is True:
             return None

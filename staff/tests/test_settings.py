@@ -23,7 +23,7 @@ from staff.sandbox.settings import MEMORY_GIB, Settings, available_cpus, from_ar
 from tests.grading import PROBLEMS
 
 # Every setting away from its default: what a TA may give on the command line.
-CHOSEN = Settings(run_timeout_s=30, test_timeout_s=7, import_timeout_s=3, startup_timeout_s=11, memory_gib=2,
+CHOSEN = Settings(run_timeout_s=30, test_timeout_s=7, import_timeout_s=3, startup_timeout_s=11, memory_gib=6,
                   disk_gib=1, threads=3, hidden_visibility="visible", problems={2, 1}, hidden=False, gpu=True,
                   in_process=True, separate_user=False, namespaces=False, landlock=False, seccomp=False, tmpfs=False)
 
@@ -59,7 +59,7 @@ def test_every_setting_of_the_sandbox_reaches_the_plugin_as_given(tmp_path):
     told = plugin_settings.read(workspace.settings)
     assert (told.test_timeout_s, told.import_timeout_s, told.startup_timeout_s, told.jobs) == (7, 3, 11, 2)
     worker = told.worker
-    assert (worker.limits.memory_bytes, worker.limits.disk_bytes, worker.threads) == (2 << 30, 1 << 30, 3)
+    assert (worker.limits.memory_bytes, worker.limits.disk_bytes, worker.threads) == (6 << 30, 1 << 30, 3)
     assert not (worker.namespaces or worker.landlock or worker.seccomp or worker.tmpfs) and worker.cuda
     assert told.modules == ["cs336_basics"]
 

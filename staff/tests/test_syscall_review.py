@@ -93,6 +93,36 @@ def test_the_checked_calls_refuse_their_dangerous_arguments(machine):
     assert _verdict(gpu, arch, have["clone"], 0x01200011 | 0x10000000) == deny
 
 
+@pytest.mark.parametrize("machine", SECCOMP_MACHINES)
+def test_the_calls_that_name_a_process_act_on_the_caller_only(machine):
+    # Mistakes: prlimit64, the sched_set* calls or setpriority allowed for any pid (the allow-list that
+    # let a worker renice a TA's shell and shrink a neighbour's open files); a check of the low word
+    # alone, which passes a pid whose high word is set; setpriority for a process group or a user;
+    # kill(-1) allowed outside a PID namespace, or refused inside one, where the zygote, its init,
+    # ends everything with it; or a check that refuses pid 0 (glibc's setrlimit, os.nice).
+    program, arch = syscall_filter.seccomp_program(machine), syscall_filter._AUDIT_ARCH[machine]
+    have, deny = syscalls.numbers(machine), ERRNO | EPERM
+
+    def verdict(name: str, *args: int, namespace_init: bool = False) -> int:
+        chosen = syscall_filter.seccomp_program(machine, namespace_init=True) if namespace_init else program
+        return _verdict(chosen, arch, have[name], *args)
+
+    for name in ("prlimit64", "sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr"):
+        assert verdict(name, 0, 7) == ALLOW, name
+        for pid in (1, 4242, 1 << 32, 0xFFFFFFFF):
+            assert verdict(name, pid, 7) == deny, (name, pid)
+    for name in ("getpriority", "setpriority"):
+        assert verdict(name, 0, 0, 19) == ALLOW, name  # PRIO_PROCESS, itself
+        for which, who in ((0, 4242), (1, 0), (2, 0), (2, 1000), (0, 1 << 32), (1 << 32, 0)):
+            assert verdict(name, which, who, 19) == deny, (name, which, who)
+    assert verdict("kill", 4242, 15) == verdict("kill", 0, 15) == ALLOW  # its children; its own group
+    for minus_one in (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 0x1FFFFFFFF):  # the kernel reads an int: the low word
+        assert verdict("kill", minus_one, 9) == deny, hex(minus_one)
+        assert verdict("kill", minus_one, 9, namespace_init=True) == ALLOW
+    for name in ("ioprio_set", "ioprio_get", "move_pages", "migrate_pages"):
+        assert verdict(name, 1, 0, 0) == deny, name
+
+
 def test_the_classes_named_in_the_brief_are_refused():
     # Mistake: moving one of these to ALLOWED while tidying (the tests above would follow the review).
     review = syscalls.review()
@@ -100,7 +130,7 @@ def test_the_classes_named_in_the_brief_are_refused():
               "perf_event_open bpf fanotify_init fanotify_mark inotify_init1 inotify_add_watch ptrace "
               "process_vm_readv process_vm_writev pidfd_getfd io_uring_setup open_by_handle_at name_to_handle_at "
               "mount umount2 fsopen move_mount open_tree setns unshare kcmp bind connect listen flock mknodat "
-              "move_pages migrate_pages get_robust_list").split()
+              "move_pages migrate_pages get_robust_list ioprio_set").split()
     assert [name for name in closed if review[name][0] != "refused"] == []
     assert review["socket"][0] == review["socketpair"][0] == "checked"
 
