@@ -104,7 +104,9 @@ def largest_finite(exponent_bits: int, mantissa_bits: int, finite_only: bool = F
         exponent_bits, mantissa_bits, finite_only: the format, as in `decode_float_bits`.
 
     Returns:
-        The largest finite positive value, as a Python float.
+        The largest finite positive value, as a Python float. With no mantissa bits, the all-ones
+        exponent holds no finite value even in an "fn" format (its one pattern is NaN there), so
+        the largest finite value is 2^(2^e - 2 - bias): e = 4, m = 0 gives 128.0 either way.
     """
     # BEGIN SOLUTION
     bias = exponent_bias(exponent_bits)

@@ -24,8 +24,9 @@ def contiguous_strides(shape: Shape) -> Strides:
         shape: non-negative sizes; () for a scalar.
 
     Returns:
-        One stride per dimension; shape (2, 3, 4) -> (12, 4, 1). A size-0 or size-1 dimension
-        gets the stride it would have if the shape held one element there, as in PyTorch.
+        One stride per dimension: the product of the sizes after it, where a size of 0 counts as 1
+        (PyTorch's rule). Shape (2, 3, 4) -> (12, 4, 1); (2, 0, 3) -> (3, 3, 1); (3, 0) -> (1, 1);
+        a size-1 dimension counts as any other: (2, 1, 3) -> (3, 3, 1).
     """
     # BEGIN SOLUTION
     strides = []
