@@ -21,27 +21,15 @@ from pathlib import Path
 import pytest
 
 from staff.sandbox import confine
+from staff.tests.filter_probe import PRELUDE
 from staff.tests.test_sandbox_round4 import ON_A_FILTERED_MACHINE
 
 pytestmark = pytest.mark.skipif(not ON_A_FILTERED_MACHINE, reason="the filter is written for Linux on x86_64 and "
                                 "aarch64")
 
-_PROBE = r"""
-import ctypes, errno, json, os, resource, signal, subprocess, sys, threading
-sys.path.insert(0, sys.argv[1])
-import syscall_filter, syscalls
+_PROBE = PRELUDE + r"""
+import resource, signal, subprocess, threading
 sibling = int(sys.argv[2])
-status = syscall_filter.deny_syscalls() if sys.argv[3] == "filter" else "off"
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-have = syscalls.numbers(os.uname().machine)
-found = {"status": status}
-def attempt(what, call):
-    try:
-        call()
-        found[what] = "worked"
-    except OSError as error:
-        found[what] = errno.errorcode[error.errno]
 def raw(what, name, *args):
     result = libc.syscall(have[name], *[ctypes.c_long(arg) for arg in args])
     found[what] = "worked" if result >= 0 else errno.errorcode[ctypes.get_errno()]

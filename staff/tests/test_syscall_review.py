@@ -17,6 +17,7 @@ import pytest
 
 from staff.sandbox import confine, syscall_filter, syscalls
 from staff.sandbox.syscall_numbers import NUMBERS
+from staff.tests.filter_probe import PRELUDE
 from staff.tests.test_sandbox_round4 import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, _verdict
 
 ALLOW, ERRNO = 0x7FFF0000, 0x50000
@@ -135,24 +136,11 @@ def test_the_classes_named_in_the_brief_are_refused():
     assert review["socket"][0] == review["socketpair"][0] == "checked"
 
 
-_PROBE = r"""
-import ctypes, errno, fcntl, json, os, socket, sys
-sys.path.insert(0, sys.argv[1])
-import confine, syscall_filter, syscalls
-status = syscall_filter.deny_syscalls() if sys.argv[3] == "filter" else "off"
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-have = syscalls.numbers(os.uname().machine)
-found = {"status": status}
+_PROBE = PRELUDE + r"""
+import fcntl, socket
 def raw(name, *args):
     result = libc.syscall(have[name], *args)
     return "worked" if result >= 0 else errno.errorcode[ctypes.get_errno()]
-def attempt(what, call):
-    try:
-        call()
-        found[what] = "worked"
-    except OSError as error:
-        found[what] = errno.errorcode[error.errno]
 def dgram_to(path):
     mine, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     mine.sendto(b"sources", path)
