@@ -79,7 +79,12 @@ def test_the_mid_term_fix_regrades_exactly_the_stale_grades_and_the_diff_names_w
     bundle = staff(repo, "bundle", str(tmp_path / "autograder.zip"))
     assert bundle.returncode == 1 and "uncommitted changes" in bundle.stderr
     assert not (tmp_path / "autograder.zip").exists()
-    edit(repo / "CHANGELOG.md", "\n## ", "\n## Unreleased\n\n- `tests/test_02_strides.py`: the worked example.\n\n## ")
+    entry = "- `tests/test_02_strides.py`: the worked example.\n"
+    changelog = (repo / "CHANGELOG.md").read_text(encoding="utf-8")
+    if "\n## Unreleased\n" in changelog:
+        edit(repo / "CHANGELOG.md", "\n## Unreleased\n", f"\n## Unreleased\n\n{entry}")
+    else:
+        edit(repo / "CHANGELOG.md", "\n## ", f"\n## Unreleased\n\n{entry}\n## ")
     git(repo, "commit", "-q", "-am", "Problem 2: the worked example's expected value")
 
     fixed = staff(repo, *grade)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,12 +31,14 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git repository holding this tree's suites, pyproject.toml and CHANGELOG.md, released at its version."""
+    """A git repository holding this tree's suites, pyproject.toml and CHANGELOG.md, just released at its version."""
     root = tmp_path / "repo"
     for folder in ("tests", "adapters", "staff/hidden"):
         shutil.copytree(REPO_ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "CHANGELOG.md"):
-        shutil.copy(REPO_ROOT / name, root / name)
+    shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
+    changelog = (REPO_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")  # as released: no Unreleased entry yet
+    (root / "CHANGELOG.md").write_text(re.sub(r"^## Unreleased\n.*?(?=^## )", "", changelog,
+                                              flags=re.MULTILINE | re.DOTALL), encoding="utf-8")
     git(root, "init", "-q", "--initial-branch=main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "release")
