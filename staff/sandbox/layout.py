@@ -50,6 +50,22 @@ def library_folders() -> list[str]:
     return [folder for folder in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isdir(folder)]
 
 
+# Where the grading user's own files are, hidden from a worker that has no Landlock (a GPU grade's): the
+# home folders and the session's runtime folders. The checkout and the grade's scratch folder are added.
+PRIVATE_FOLDERS = ["/home", "/root", "/run/user"]
+
+
+def hidden_from_the_worker(repo: Path, scratch: Path) -> list[str]:
+    """The folders a worker without Landlock must not see, as root: the checkout (the reference
+    solution, the hidden tests, the trusted tests and conftest files), the grade's scratch folder (the
+    grader's copy of them), and the home and runtime folders of whoever grades. The worker's launcher
+    covers each (confine.hide) and binds back what the worker must read: the Python environment, its
+    code folder, its own folder and the tests' folders, wherever they lie."""
+    homes = [os.environ.get("HOME", ""), os.path.expanduser("~")]
+    return list(dict.fromkeys(os.path.realpath(p) for p in [str(repo), str(scratch), *PRIVATE_FOLDERS, *homes]
+                              if p and os.path.isdir(p)))
+
+
 @dataclass
 class Workspace:
     scratch: Path
@@ -174,7 +190,8 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
         uid=uid, gid=uid, threads=settings.torch_threads(jobs), namespaces=settings.namespaces,
         landlock=settings.landlock, seccomp=settings.seccomp, tmpfs=settings.tmpfs,
-        cuda=settings.gpu,  # a GPU grade's worker must start CUDA (see confine.CUDA_NOTE for what it goes without)
+        cuda=settings.cuda_confined,  # a GPU grade's worker must start CUDA (confine.CUDA_NOTE: what it goes without)
+        hide=hidden_from_the_worker(repo, scratch) if settings.cuda_confined else [],
         limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))
     path = grader / "sandbox.json"
     plugin_settings.write(plugin_settings.PluginSettings(
