@@ -117,9 +117,12 @@ def test_hidden_folders_show_only_what_is_kept_read_only_and_only_to_the_worker(
     with os.fdopen(read) as pipe:
         status, seen, kept, written = json.loads(pipe.read() or '["the child died", [], "", null]')
     os.waitpid(child, 0)
+    leaked = os.path.ismount(checkout)
+    for path in (checkout / ".venv", checkout) if leaked else ():
+        confine.libc.umount2(str(path).encode(), 2)  # MNT_DETACH: the grader's view as it was
+    assert not leaked, "the cover leaked into the grader's view: mounted outside the worker's namespace"
     assert status.startswith("on"), status
     assert seen == [".venv"], f"the worker saw {seen} of the checkout; expected the kept .venv alone"
     assert kept == "kept", "the kept Python environment was not bound back"
     assert written is False, "the worker could write into the hidden checkout"
-    assert (checkout / "solution.py").read_text() == "secret", "the cover leaked into the grader's view"
     assert not (checkout / "conftest.py").exists()
