@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from staff.redteam.corpus import MODULES, Case, load_cases
+from staff.redteam.corpus import MODULES, Case, load_cases, settings_off
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.settings import Settings
 
@@ -52,7 +52,7 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
         case = cases.get(path.name.removesuffix(".zip"))
         if case is None:
             return grade(path, settings, jobs=2, progress=False, on_graded=on_graded)  # graded two at a time
-        chosen = {name: False for name in case.off}
+        chosen: dict[str, object] = settings_off(case.off)
         if case.memory_gib is not None:
             chosen["memory_gib"] = case.memory_gib
         if case.hidden_visibility:

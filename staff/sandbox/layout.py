@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff.sandbox import cuda_preflight, plugin_settings
+from staff.sandbox import confine, cuda_preflight, plugin_settings
 from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
 from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
@@ -55,15 +55,35 @@ def library_folders() -> list[str]:
 PRIVATE_FOLDERS = ["/home", "/root", "/run/user"]
 
 
-def hidden_from_the_worker(repo: Path, scratch: Path) -> list[str]:
+def hidden_from_the_worker(repo: Path, scratch: Path, private_tmp: bool) -> list[str]:
     """The folders a worker without Landlock must not see, as root: the checkout (the reference
     solution, the hidden tests, the trusted tests and conftest files), the grade's scratch folder (the
-    grader's copy of them), and the home and runtime folders of whoever grades. The worker's launcher
-    covers each (confine.hide) and binds back what the worker must read: the Python environment, its
-    code folder, its own folder and the tests' folders, wherever they lie."""
+    grader's copy of them), the home and runtime folders of whoever grades, and the folders every user
+    may write (/run/lock: a file left there is read back by a later grade), but those the worker gets a
+    private tmpfs of (`private_tmp`: /tmp, /var/tmp, /dev/shm). The worker's launcher covers each
+    (confine.hide) and binds back what the worker must read: the Python environment, its code folder,
+    its own folder and the tests' folders, wherever they lie."""
     homes = [os.environ.get("HOME", ""), os.path.expanduser("~")]
-    return list(dict.fromkeys(os.path.realpath(p) for p in [str(repo), str(scratch), *PRIVATE_FOLDERS, *homes]
-                              if p and os.path.isdir(p)))
+    shared = [p for p in world_writable_folders() if not (private_tmp and p in confine.SHARED_FOLDERS)]
+    return list(dict.fromkeys(os.path.realpath(p) for p in [str(repo), str(scratch), *PRIVATE_FOLDERS, *homes,
+                                                             *shared] if p and os.path.isdir(p)))
+
+
+def world_writable_folders(parents: tuple[str, ...] = ("/", "/var", "/run", "/dev", "/var/lib")) -> list[str]:
+    """The folders directly in `parents` that every user may write (links not followed)."""
+    found = []
+    for parent in parents:
+        try:
+            entries = list(os.scandir(parent))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mode & stat.S_IWOTH:
+                    found.append(entry.path)
+            except OSError:
+                continue
+    return found
 
 
 @dataclass
@@ -191,7 +211,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         uid=uid, gid=uid, threads=settings.torch_threads(jobs), namespaces=settings.namespaces,
         landlock=settings.landlock, seccomp=settings.seccomp, tmpfs=settings.tmpfs,
         cuda=settings.cuda_confined,  # a GPU grade's worker must start CUDA (confine.CUDA_NOTE: what it goes without)
-        hide=hidden_from_the_worker(repo, scratch) if settings.cuda_confined else [],
+        hide=hidden_from_the_worker(repo, scratch, settings.tmpfs) if settings.cuda_confined else [],
         limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))
     path = grader / "sandbox.json"
     plugin_settings.write(plugin_settings.PluginSettings(
