@@ -15,7 +15,7 @@ import pytest
 from staff.cli import main
 from staff.grade import REPO_ROOT, grade
 from staff.sandbox import confine, exposure, plugin_settings
-from staff.sandbox.layout import build
+from staff.sandbox.layout import build, hidden_from_the_worker, world_writable_folders
 from staff.sandbox.settings import Settings
 
 ROOT, TA = 0, 1000
@@ -126,3 +126,18 @@ def test_hidden_folders_show_only_what_is_kept_read_only_and_only_to_the_worker(
     assert kept == "kept", "the kept Python environment was not bound back"
     assert written is False, "the worker could write into the hidden checkout"
     assert not (checkout / "conftest.py").exists()
+
+
+def test_folders_every_user_may_write_are_hidden_unless_the_worker_has_its_own(tmp_path):
+    # Mistakes caught: /run/lock (or /tmp under --no-tmpfs) left in a GPU grade's worker's sight, where a
+    # file it leaves is read back by a later grade; or the private /tmp covered read-only as well.
+    shared = tmp_path / "lock"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    assert world_writable_folders((str(tmp_path),)) == [str(shared)]
+    writable = set(world_writable_folders())
+    with_private_tmp = set(hidden_from_the_worker(REPO_ROOT, tmp_path, private_tmp=True))
+    without = set(hidden_from_the_worker(REPO_ROOT, tmp_path, private_tmp=False))
+    assert writable - set(confine.SHARED_FOLDERS) <= with_private_tmp
+    assert not with_private_tmp & set(confine.SHARED_FOLDERS), "the worker's private /tmp would be covered"
+    assert writable <= without, f"a folder all may write is left open under --no-tmpfs: {writable - without}"
