@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,9 +15,11 @@ import pytest
 
 from staff.cli import main
 from staff.grade import REPO_ROOT, grade
+from staff.redteam.ordinary import become
 from staff.sandbox import confine, exposure, plugin_settings
 from staff.sandbox.layout import build, hidden_from_the_worker, world_writable_folders
 from staff.sandbox.settings import Settings
+from staff.sandbox.uids import worker_uids
 
 ROOT, TA = 0, 1000
 
@@ -141,3 +144,19 @@ def test_folders_every_user_may_write_are_hidden_unless_the_worker_has_its_own(t
     assert writable - set(confine.SHARED_FOLDERS) <= with_private_tmp
     assert not with_private_tmp & set(confine.SHARED_FOLDERS), "the worker's private /tmp would be covered"
     assert writable <= without, f"a folder all may write is left open under --no-tmpfs: {writable - without}"
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="needs root to become a throwaway uid")
+def test_staff_grade_run_by_an_ordinary_user_refuses_the_gpu_confinement(tmp_path):
+    # Mistake caught: a refusal decided from anything but the real process's privileges (a test's euid
+    # argument left in, a check that only root's grade reaches): a TA's own `staff grade --gpu` would run.
+    uid = worker_uids().pick()
+    assert uid is not None, "no uid free for the stand-in TA"
+    done = subprocess.run([sys.executable, "-m", "staff.cli", "grade", "--gpu-confinement", str(REPO_ROOT),
+                           "--out", str(tmp_path / "results.json")], cwd=REPO_ROOT, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+                          preexec_fn=become(uid, [sys.base_prefix, sys.prefix, str(REPO_ROOT)]),
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, f"expected the grade refused (exit 2), got {done.returncode}:\n{done.stderr[-3000:]}"
+    assert "refusing to run student code" in done.stderr and "the grader is not root" in done.stderr, done.stderr
+    assert not (tmp_path / "results.json").exists()
