@@ -18,6 +18,7 @@ from staff.grade import REPO_ROOT, grade
 from staff.redteam.ordinary import become
 from staff.sandbox import confine, exposure, plugin_settings
 from staff.sandbox.layout import build, hidden_from_the_worker, world_writable_folders
+from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
 
@@ -84,6 +85,10 @@ def test_gpu_confinement_confines_a_cpu_grades_worker_as_a_gpu_grades(tmp_path):
     told = plugin_settings.read(workspace.settings)
     assert told.worker.cuda and told.cuda_preflight == "", told
     assert {os.path.realpath(REPO_ROOT), os.path.realpath(tmp_path / "scratch")} <= set(told.worker.hide)
+    others = {entry.path for entry in os.scandir("/") if entry.is_dir(follow_symlinks=False)} - \
+        {"/usr", "/etc", "/proc", "/sys", "/dev", "/run", "/tmp", "/var"}
+    assert others <= set(told.worker.hide), f"left in sight: {others - set(told.worker.hide)} (another checkout " \
+                                             f"there holds the reference)"
     (tmp_path / "scratch2").mkdir()
     plain = build(tmp_path / "scratch2", REPO_ROOT, package, ("adapters",), False, Settings())
     assert plugin_settings.read(plain.settings).worker.hide == []  # Landlock hides them in a CPU grade
@@ -152,11 +157,16 @@ def test_staff_grade_run_by_an_ordinary_user_refuses_the_gpu_confinement(tmp_pat
     # argument left in, a check that only root's grade reaches): a TA's own `staff grade --gpu` would run.
     uid = worker_uids().pick()
     assert uid is not None, "no uid free for the stand-in TA"
-    done = subprocess.run([sys.executable, "-m", "staff.cli", "grade", "--gpu-confinement", str(REPO_ROOT),
-                           "--out", str(tmp_path / "results.json")], cwd=REPO_ROOT, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
-                          preexec_fn=become(uid, [sys.base_prefix, sys.prefix, str(REPO_ROOT)]),
-                          stdin=subprocess.DEVNULL)
+    try:
+            done = subprocess.run([sys.executable, "-m", "staff.cli", "grade", "--gpu-confinement", str(REPO_ROOT),
+                               "--out", str(tmp_path / "results.json")], cwd=REPO_ROOT, capture_output=True,
+                              text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                                              "PYTHONDONTWRITEBYTECODE": "1"},
+                              preexec_fn=become(uid, [sys.base_prefix, sys.prefix, str(REPO_ROOT)]),
+                              stdin=subprocess.DEVNULL)
+    finally:  # a grade that was not refused ran as that uid: nothing of it stays
+        kill_user(uid)
+        remove_leftovers(uid)
     assert done.returncode == 2, f"expected the grade refused (exit 2), got {done.returncode}:\n{done.stderr[-3000:]}"
     assert "refusing to run student code" in done.stderr and "the grader is not root" in done.stderr, done.stderr
     assert not (tmp_path / "results.json").exists()
