@@ -20,7 +20,7 @@ from pathlib import Path
 
 from staff import provenance, selection
 from staff.outcomes import Details, Outcome
-from staff.sandbox import confine, cuda_preflight, memory
+from staff.sandbox import confine, cuda_preflight, exposure, memory
 from staff.sandbox.layout import Workspace, build
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import Settings
@@ -116,6 +116,7 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
             `staff.sandbox.cuda_preflight.STAND_INS`; None (always, in a real grade) starts CUDA on the device.
     """
     settings = settings if settings is not None else Settings()
+    exposure.check(settings)  # before anything of the submission runs
     gpu, problems, in_process, visibility = settings.gpu, settings.problems, settings.in_process, \
         settings.hidden_visibility
     hidden = settings.hidden and HIDDEN_SUITE.is_dir() and not gpu

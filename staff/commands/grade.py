@@ -79,14 +79,16 @@ def run(args: argparse.Namespace) -> int:
     from staff.console import points_table
     from staff.grade import REPO_ROOT
     from staff.gradescope import write_results
+    from staff.sandbox import exposure
     from staff.sandbox.settings import from_arguments
     from staff.suite_run import stop_running
 
     if refused(args):
         print(f"staff grade: {refused(args)}", file=sys.stderr)
         return 2
-    try:  # settings that cannot work (a memory limit torch cannot start under) stop here, before any grade
-        from_arguments(args)
+    try:  # settings that cannot work (a memory limit torch cannot start under) or that would leave the grading
+        # user's files open to student code stop here, before any grade
+        exposure.check(from_arguments(args))
     except ValueError as error:
         print(f"staff grade: {error}", file=sys.stderr)
         return 2

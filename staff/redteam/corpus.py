@@ -17,7 +17,8 @@ Each case is a folder under `cases/` with a `case.toml`:
     marker        this file must not exist after grading (a payload that ran outside the worker)
     requires      a sandbox protection the case needs to be graded safely; skipped without it
     upload        how the upload is built: "folder" (default), or a builder named in UPLOADS
-    without       lists of protections to turn off ("landlock", "namespaces", "seccomp", "tmpfs"): the
+    without       lists of protections to turn off ("landlock", "namespaces", "seccomp", "tmpfs", or
+                  "cuda-blockers": confined as a GPU grade's worker is, `--gpu-confinement`): the
                   case is graded once per list, as NAME-without-A-and-B, to show that what remains holds
                   alone (an empty list: with every protection on)
     hidden_visibility   grade it with this visibility of the hidden tests (default: the grader's)
@@ -82,7 +83,18 @@ class Case:
     folder: Path = field(default=Path(), compare=False)
 
 
-PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs")  # what a case may turn off (Settings switches)
+# What a case may turn off: Settings switches, and "cuda-blockers", the protections CUDA's driver does not
+# start under (PID namespace, Landlock, socket() refused), off as in a GPU grade (--gpu-confinement).
+PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs", "cuda-blockers")
+GPU_CONFINED = "cuda-blockers"
+
+
+def settings_off(off: tuple[str, ...]) -> dict[str, bool]:
+    """The Settings that turn off the protections `off` names."""
+    chosen: dict[str, bool] = {name: False for name in off if name != GPU_CONFINED}
+    if GPU_CONFINED in off:
+        chosen["gpu_confinement"] = True
+    return chosen
 
 
 def load_cases() -> list[Case]:

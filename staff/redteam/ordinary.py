@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from staff.redteam.corpus import MODULES, Case, load_cases
+from staff.redteam.corpus import MODULES, Case, load_cases, settings_off
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.settings import Settings
 
@@ -52,7 +52,7 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
         case = cases.get(path.name.removesuffix(".zip"))
         if case is None:
             return grade(path, settings, jobs=2, progress=False, on_graded=on_graded)  # graded two at a time
-        chosen = {name: False for name in case.off}
+        chosen: dict[str, object] = settings_off(case.off)
         if case.memory_gib is not None:
             chosen["memory_gib"] = case.memory_gib
         if case.hidden_visibility:
@@ -133,7 +133,7 @@ class StandInSession:
                 connection.close()
 
 
-def _become(uid: int, reveal: list[str]) -> Callable[[], None]:
+def become(uid: int, reveal: list[str]) -> Callable[[], None]:
     """What the child runs before the grader starts: the Python environment made reachable, then
     `uid` (and gid `uid`, no other group) for good."""
     def drop() -> None:
@@ -160,7 +160,7 @@ def grade_as(session: StandInSession, folder: Path, out: Path, uploads: dict[str
     env = {**session.environment(), "PYTHONDONTWRITEBYTECODE": "1"}
     reveal = [sys.base_prefix, sys.prefix, str(REPO_ROOT), str(folder), str(out.parent)]
     done = subprocess.run([sys.executable, "-m", "staff.redteam.ordinary", str(folder), str(out), json.dumps(uploads)],
-                          cwd=REPO_ROOT, env=env, preexec_fn=_become(session.uid, reveal), capture_output=True,
+                          cwd=REPO_ROOT, env=env, preexec_fn=become(session.uid, reveal), capture_output=True,
                           text=True, errors="replace", timeout=timeout_s, stdin=subprocess.DEVNULL)
     said = done.stdout[-3000:] + done.stderr[-5000:]
     if done.returncode != 0:

@@ -34,7 +34,7 @@ libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x20000000, \
     0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
-MS_BIND, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 4096, 16384, 1 << 18, 2, 4
+MS_BIND, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_RDONLY, MS_REMOUNT = 4096, 16384, 1 << 18, 2, 4, 1, 32
 
 
 def off(what: str) -> str:
@@ -188,6 +188,37 @@ def _cover(folder: str, options: str, keep: list[str]) -> str | None:
         if not bound:
             return f"cannot bind {path}: {errno_text()}"
     return None
+
+
+def _below(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def hide(folders: list[str], keep: list[str]) -> str:
+    """In a mount namespace of this process's own, cover each of `folders` with an empty read-only
+    tmpfs, binding back the paths of `keep` that lie below it (the Python environment, the worker's
+    code and folders): the rest of each folder is out of this process's sight whatever its files'
+    modes. What keeps a GPU grade's worker, which has no Landlock, from the checkout, the grader's
+    files and the home folders. Mount namespaces were not among what was measured to stop CUDA's
+    driver (CUDA_NOTE), but this has not been run on a GPU: `staff gpu-check` shows whether CUDA starts
+    under it. Needs root."""
+    if libc is None:
+        return off("Linux only")
+    status = _private_mounts()
+    if status != ON:
+        return status
+    keep = [os.path.realpath(p) for p in keep]
+    covered: list[str] = []
+    for folder in sorted({os.path.realpath(f) for f in folders}, key=len):
+        if not os.path.isdir(folder) or any(_below(folder, done) for done in covered):
+            continue  # gone, or already out of sight with the folder above it
+        why = _cover(folder, "mode=0755,size=1m,nr_inodes=4096", [p for p in keep if _below(p, folder)])
+        if why is None and not _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV):
+            why = f"cannot make the cover of {folder} read-only: {errno_text()}"
+        if why is not None:
+            return off(why)
+        covered.append(folder)
+    return f"{ON} ({len(covered)} folders covered)"  # no path: the status reaches results.json
 
 
 SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")  # every user may write there; files outlive processes

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff.sandbox import cuda_preflight, plugin_settings
+from staff.sandbox import confine, cuda_preflight, plugin_settings
 from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
 from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
@@ -48,6 +48,51 @@ def library_folders() -> list[str]:
     """The folders of the grader's LD_LIBRARY_PATH that exist (where a GPU machine may keep its driver's
     libraries, which the worker is then given to read)."""
     return [folder for folder in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isdir(folder)]
+
+
+# Where the grading user's own files are, hidden from a worker that has no Landlock (a GPU grade's): the
+# home folders and the session's runtime folders. The checkout and the grade's scratch folder are added.
+PRIVATE_FOLDERS = ["/home", "/root", "/run/user"]
+# The folders of / a worker without Landlock keeps in sight: the system's programs, libraries and
+# settings, the kernel's views, devices and runtime state. Every other one (/work, /opt, /srv, /mnt,
+# where other copies of the checkout and other users' files lie) is covered, what the worker needs
+# from it bound back.
+SYSTEM_TOP = ("usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "proc", "sys", "dev", "run", "tmp",
+              "var")
+
+
+def hidden_from_the_worker(repo: Path, scratch: Path, private_tmp: bool) -> list[str]:
+    """The folders a worker without Landlock must not see, as root: the checkout (the reference
+    solution, the hidden tests, the trusted tests and conftest files), the grade's scratch folder (the
+    grader's copy of them), the home and runtime folders of whoever grades, every folder of / but the
+    system's (SYSTEM_TOP: other copies of the checkout, other users' files), and the folders every user
+    may write (/run/lock: a file left there is read back by a later grade), but those the worker gets a
+    private tmpfs of (`private_tmp`: /tmp, /var/tmp, /dev/shm). The worker's launcher covers each
+    (confine.hide) and binds back what the worker must read: the Python environment, its code folder,
+    its own folder and the tests' folders, wherever they lie."""
+    homes = [os.environ.get("HOME", ""), os.path.expanduser("~")]
+    shared = [p for p in world_writable_folders() if not (private_tmp and p in confine.SHARED_FOLDERS)]
+    others = [entry.path for entry in os.scandir("/") if entry.is_dir(follow_symlinks=False)
+              and entry.name not in SYSTEM_TOP]
+    return list(dict.fromkeys(os.path.realpath(p) for p in [str(repo), str(scratch), *PRIVATE_FOLDERS, *homes,
+                                                             *shared, *others] if p and os.path.isdir(p)))
+
+
+def world_writable_folders(parents: tuple[str, ...] = ("/", "/var", "/run", "/dev", "/var/lib")) -> list[str]:
+    """The folders directly in `parents` that every user may write (links not followed)."""
+    found = []
+    for parent in parents:
+        try:
+            entries = list(os.scandir(parent))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mode & stat.S_IWOTH:
+                    found.append(entry.path)
+            except OSError:
+                continue
+    return found
 
 
 @dataclass
@@ -174,7 +219,8 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
         uid=uid, gid=uid, threads=settings.torch_threads(jobs), namespaces=settings.namespaces,
         landlock=settings.landlock, seccomp=settings.seccomp, tmpfs=settings.tmpfs,
-        cuda=settings.gpu,  # a GPU grade's worker must start CUDA (see confine.CUDA_NOTE for what it goes without)
+        cuda=settings.cuda_confined,  # a GPU grade's worker must start CUDA (confine.CUDA_NOTE: what it goes without)
+        hide=hidden_from_the_worker(repo, scratch, settings.tmpfs) if settings.cuda_confined else [],
         limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))
     path = grader / "sandbox.json"
     plugin_settings.write(plugin_settings.PluginSettings(

@@ -28,7 +28,8 @@ IMPORT_MEASURED_GIB = 3.375
 # submission's sake. The margin is for other machines' libraries and thread stacks.
 MEMORY_FLOOR_GIB = 4.0
 _NUMBERS = ("run_timeout_s", "test_timeout_s", "import_timeout_s", "startup_timeout_s", "disk_gib", "threads")
-_SWITCHES = ("hidden", "gpu", "in_process", "separate_user", "namespaces", "landlock", "seccomp", "tmpfs")
+_SWITCHES = ("hidden", "gpu", "in_process", "separate_user", "namespaces", "landlock", "seccomp", "tmpfs",
+             "gpu_confinement", "allow_open_grader")
 
 
 def _setting(default, option: str, help: str, **argparse_keywords):
@@ -78,6 +79,16 @@ class Settings:
                              "io_uring, BPF and access to other processes)")
     tmpfs: bool = _setting(True, "--no-tmpfs", "as root, no tmpfs mounts: the worker's /tmp is the machine's, and its "
                            "disk quota is counted after each call instead of enforced by the kernel")
+    gpu_confinement: bool = _setting(
+        False, "--gpu-confinement", "for testing the GPU grade's confinement (the red team, without a GPU): "
+        "confine a CPU grade's worker exactly as a GPU grade's (no PID namespace, no Landlock, unix sockets "
+        "allowed, as root the grader's files hidden by a mount namespace) and grade the CPU tests; CUDA is not "
+        "started. Not for grading students")
+    allow_open_grader: bool = _setting(
+        False, "--allow-open-grader", "grade even where the student's code would run as your own user with your "
+        "files or processes open to it (no user of its own, and no Landlock or no PID namespace: a GPU grade not "
+        "run as root, or --no-separate-user/--no-landlock). Without it such a grade is refused before any "
+        "student code runs, saying what would be open")
 
     def __post_init__(self) -> None:
         for name in _NUMBERS:
@@ -107,6 +118,12 @@ class Settings:
             if unknown:
                 raise ValueError(f"problems: no problem {unknown[0]!r}; the problems are {sorted(PROBLEMS)}")
             object.__setattr__(self, "problems", tuple(sorted(set(self.problems))))  # a set, a list: one form
+
+    @property
+    def cuda_confined(self) -> bool:
+        """Whether the worker is confined as a GPU grade's must be (see confine.CUDA_NOTE): a GPU grade,
+        or a CPU grade that tests that confinement."""
+        return self.gpu or self.gpu_confinement
 
     def torch_threads(self, jobs: int = 1, cpus: float | None = None) -> int:
         """The student's torch threads: the setting, or the CPUs available shared among `jobs`."""

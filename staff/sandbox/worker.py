@@ -34,6 +34,10 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     import user_limits
 
     limits = config["limits"]
+    if os.geteuid() == 0 and config.get("hide"):  # no Landlock in a GPU grade: the grader's files leave its view
+        status["grader's files hidden"] = confine.hide(
+            config["hide"], [config["code"], config["folder"], config["shared"], *config["read_only"],
+                             *config["devices"]])
     if os.geteuid() == 0 and config.get("tmpfs", True):
         status["private /tmp"] = confine.private_shared_folders(
             limits["disk_bytes"], limits["disk_files"],

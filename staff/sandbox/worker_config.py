@@ -49,6 +49,7 @@ class WorkerConfig:
     tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
     limits: Limits = field(default_factory=Limits)
     cuda: bool = False  # a GPU grade: no PID namespace, Landlock or socket() ban, which keep CUDA from starting
+    hide: list[str] = field(default_factory=list)  # as root, covered in the worker's mount namespace (confine.hide)
     memory_group: str | None = None  # the worker's own memory cgroup folder (staff.sandbox.memory_group)
 
 

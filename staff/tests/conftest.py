@@ -5,6 +5,7 @@ behind the sandbox, as `staff grade --batch` grades them."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -86,12 +87,22 @@ def _plain_samples(folder: Path) -> None:
 class Graded:
     out: Path
     cases: dict[str, Case]
+    trusted: dict[str, str] = dataclasses.field(default_factory=dict)  # the checkout's trusted files' hashes before
+
 
     def results(self, key: str) -> dict:
         return json.loads((self.out / key / "results.json").read_text())
 
     def meta(self, key: str) -> dict:
         return json.loads((self.out / key / "meta.json").read_text())
+
+
+def trusted_files() -> dict[str, str]:
+    """The checkout's files that decide a score or run as the grader (every conftest file, the suites,
+    the hidden tests), each with its content's hash: what a worker that could write there would change."""
+    paths = {p for pattern in ("conftest.py", "tests/*.py", "staff/tests/conftest.py", "staff/hidden/*.py",
+                               "adapters/*.py") for p in REPO_ROOT.glob(pattern)}
+    return {str(p.relative_to(REPO_ROOT)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths)}
 
 
 @pytest.fixture(scope="session")
@@ -118,9 +129,10 @@ def graded(tmp_path_factory) -> Graded:
     out = tmp_path_factory.mktemp("grades")
     for marker in {c.marker for c in cases.values() if c.marker}:
         Path(marker).unlink(missing_ok=True)
+    trusted = trusted_files()
     with planted_sources(names):  # what an earlier grade might have left, for the cases that look for it
         grade_batch(folder, out, grader, jobs=2, progress=False)
-    return Graded(out, cases)
+    return Graded(out, cases, trusted)
 
 
 def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -> None:

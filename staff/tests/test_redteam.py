@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from staff.gradescope import validate_results
-from staff.redteam.corpus import judge, load_cases
+from staff.redteam.corpus import GPU_CONFINED, judge, load_cases
 from staff.release.leaks import squeeze
 from staff.sandbox.leftovers import leftovers, processes
 from staff.sandbox.uids import worker_uids
-from staff.tests.conftest import AS_USER, BATCH_TIMEOUT_S, ORDINARY_CASES
+from staff.tests.conftest import AS_USER, BATCH_TIMEOUT_S, ORDINARY_CASES, trusted_files
 from staff.tests.documents import strings
 from staff.tests.processes import running_commands
 
@@ -112,6 +112,27 @@ def check_case(graded, name: str) -> None:
                        for key in (name, "reference"))
         assert peak <= floor + (case.memory_budget_mib << 20), \
             f"the test process peaked at {peak / 2**20:.0f} MiB, {(peak - floor) / 2**20:.0f} MiB over the reference's"
+
+
+def test_no_worker_changed_the_checkouts_trusted_files(graded):
+    # A worker confined as a GPU grade's (no Landlock) that could write the checkout would plant a hook in
+    # a conftest file, and every later grade would score what it says.
+    changed = [name for name, digest in trusted_files().items() if graded.trusted.get(name) != digest]
+    assert not changed, f"changed while the batch was graded: {changed}; expected no worker to reach the checkout"
+
+
+def test_the_gpu_confined_variants_are_confined_as_a_gpu_grade(graded):
+    # Mistake caught: a `cuda-blockers` variant graded under the CPU confinement (the setting not reaching
+    # the worker), which would hold by Landlock and show nothing of what a GPU grade's worker can reach.
+    confined = [name for name, case in graded.cases.items() if GPU_CONFINED in case.off]
+    if not confined:
+        pytest.skip("STAFF_REDTEAM_CASES leaves out every case graded confined as a GPU grade")
+    for name in confined:
+        protections = graded.results(name)["extra_data"]["protections"]
+        off = {key for key, status in protections.items() if not status.startswith("on")}
+        assert {"file access", "pid namespace"} <= off, f"{name} kept Landlock or its PID namespace: {protections}"
+        assert protections.get("grader's files hidden", "").startswith("on"), \
+            f"{name}: nothing hid the checkout from a worker without Landlock: {protections}"
 
 
 def test_the_gradebook_shows_no_control_character(graded):

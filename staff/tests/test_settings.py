@@ -25,7 +25,8 @@ from tests.grading import PROBLEMS
 # Every setting away from its default: what a TA may give on the command line.
 CHOSEN = Settings(run_timeout_s=30, test_timeout_s=7, import_timeout_s=3, startup_timeout_s=11, memory_gib=6,
                   disk_gib=1, threads=3, hidden_visibility="visible", problems={2, 1}, hidden=False, gpu=True,
-                  in_process=True, separate_user=False, namespaces=False, landlock=False, seccomp=False, tmpfs=False)
+                  in_process=True, separate_user=False, namespaces=False, landlock=False, seccomp=False, tmpfs=False,
+                  gpu_confinement=True, allow_open_grader=True)
 
 
 def parsed(*argv: str) -> argparse.Namespace:

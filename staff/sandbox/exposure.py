@@ -1,0 +1,67 @@
+"""Whether a grade would run student code with the grading user's files or processes open to it,
+decided from the settings and this process's privileges before any student code runs.
+
+The worker is kept from what belongs to whoever grades by a user of its own (as root), and, where it
+runs as the grader's own uid, by Landlock (files, signals) and a PID namespace (processes). A GPU
+grade goes without Landlock and the PID namespace (confine.CUDA_NOTE); as root a mount namespace
+hides the checkout and the home folders instead (confine.hide), but an ordinary user cannot mount
+there. Such a grade is refused unless the TA allows it knowingly (`--allow-open-grader`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from staff.sandbox.settings import Settings
+
+
+def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi: int | None = None) -> list[str]:
+    """What of the grading user's the worker would reach, each with why; empty when nothing.
+    `euid` and `landlock_abi` default to this process's and the kernel's."""
+    if settings.in_process:
+        return []  # no worker: --in-process says itself that it is not safe
+    euid = os.geteuid() if euid is None else euid
+    if euid == 0 and settings.separate_user:
+        return []  # a uid of its own; as root a GPU grade also hides the checkout and the homes (confine.hide)
+    if landlock_abi is None:
+        from staff.sandbox.landlock_rules import landlock_abi as probe
+
+        landlock_abi = probe()
+    who = "the grader is not root" if euid != 0 else "--no-separate-user"
+    why_landlock = ("a GPU grade (CUDA's driver does not start under Landlock)" if settings.cuda_confined
+                    else "--no-landlock" if not settings.landlock else None if landlock_abi else
+                    "this kernel has no Landlock")
+    opened = []
+    if why_landlock is not None:
+        opened.append(f"your files (the checkout with the reference solution, the hidden and trusted tests and "
+                      f"their conftest files, your home folder and shell start-up files): the worker runs as your "
+                      f"own uid ({who}), with no Landlock ({why_landlock}) and no mount namespace to hide them "
+                      f"({who})")
+    if settings.cuda_confined:
+        opened.append(f"your other processes (signals by pid): no PID namespace, since CUDA's driver does not start "
+                      f"in one, and no Landlock signal scope ({who})")
+    return opened
+
+
+def refusal(settings: Settings, euid: int | None = None, landlock_abi: int | None = None) -> str | None:
+    """Why this grade must not run, and what to do; None where it may (nothing is open, or the TA
+    allowed it with --allow-open-grader)."""
+    opened = open_to_the_worker(settings, euid, landlock_abi)
+    if not opened or settings.allow_open_grader:
+        return None
+    return ("refusing to run student code with the grading user's own things open to it: "
+            + "; ".join(opened) + ". Grade as root (sudo), where the worker gets a user of its own and, in a GPU "
+            "grade, a mount namespace that hides the checkout and the home folders; or pass --allow-open-grader "
+            "if you accept that a hostile submission may read or change those files and signal those processes "
+            "(grade on a machine or account that holds nothing else)")
+
+
+class OpenGrader(ValueError):
+    """A grade refused because its worker would reach the grading user's files or processes."""
+
+
+def check(settings: Settings) -> None:
+    """Raises OpenGrader (with `refusal`'s message) where the grade must not run."""
+    why = refusal(settings)
+    if why is not None:
+        raise OpenGrader(why)
