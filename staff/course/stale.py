@@ -18,8 +18,9 @@ from staff.outcomes import Outcome
 
 NOT_GRADED = "no grade yet"
 # Settings a grade records but that decide no score, so a difference in them leaves a grade current:
-# torch's threads follow the machine (a Slurm task gives each submission its node's share).
-NO_SCORE = frozenset({"threads"})
+# torch's threads follow the machine (a Slurm task gives each submission its node's share), and
+# allowing a grade that leaves the grader's files open is a permission, not a limit.
+NO_SCORE = frozenset({"threads", "allow_open_grader"})
 
 
 def scored(settings: dict) -> dict:
