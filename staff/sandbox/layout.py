@@ -80,19 +80,10 @@ def hidden_from_the_worker(repo: Path, scratch: Path, private_tmp: bool) -> list
 
 def world_writable_folders(parents: tuple[str, ...] = ("/", "/var", "/run", "/dev", "/var/lib")) -> list[str]:
     """The folders directly in `parents` that every user may write (links not followed)."""
-    found = []
-    for parent in parents:
-        try:
-            entries = list(os.scandir(parent))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mode & stat.S_IWOTH:
-                    found.append(entry.path)
-            except OSError:
-                continue
-    return found
+    from staff.sandbox.leftovers import entries_in
+
+    return entries_in(parents, lambda entry: entry.is_dir(follow_symlinks=False)
+                      and bool(entry.stat(follow_symlinks=False).st_mode & stat.S_IWOTH))
 
 
 @dataclass

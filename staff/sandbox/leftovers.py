@@ -48,9 +48,9 @@ def ipc_objects(owner: Callable[[int], bool], root: Path = Path("/proc/sysvipc")
     return found
 
 
-def files_of(owner: Callable[[int], bool], folders: tuple[str, ...] = SHARED_FOLDERS) -> list[Path]:
-    """The entries directly inside `folders` owned by a uid that `owner` accepts (a folder of theirs
-    counts once)."""
+def entries_in(folders: tuple[str, ...] | list[str], keep: Callable[[os.DirEntry], bool]) -> list[str]:
+    """The paths of the entries directly inside `folders` that `keep` accepts (links not followed); a
+    folder that cannot be read, or an entry gone or unreadable meanwhile, is passed over."""
     found = []
     for folder in folders:
         try:
@@ -59,11 +59,17 @@ def files_of(owner: Callable[[int], bool], folders: tuple[str, ...] = SHARED_FOL
             continue
         for entry in entries:
             try:
-                if owner(entry.stat(follow_symlinks=False).st_uid):
-                    found.append(Path(entry.path))
+                if keep(entry):
+                    found.append(entry.path)
             except OSError:
                 continue
     return found
+
+
+def files_of(owner: Callable[[int], bool], folders: tuple[str, ...] = SHARED_FOLDERS) -> list[Path]:
+    """The entries directly inside `folders` owned by a uid that `owner` accepts (a folder of theirs
+    counts once)."""
+    return [Path(p) for p in entries_in(folders, lambda entry: owner(entry.stat(follow_symlinks=False).st_uid))]
 
 
 def _remove_ipc(kind: str, ident: int) -> None:
