@@ -193,7 +193,7 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
         with planted_sources(names), session.listening():
             said = grade_as(session, folder, out, uploads, timeout_s=BATCH_TIMEOUT_S - 60)
         _remove_user(uid)  # before the tests look for what workers left
-        yield GradedAsUser(out, cases, list(session.connections), said)
+        yield GradedAsUser(out, cases, connections=list(session.connections), said=said)
     finally:
         remove_tree(base)
         _remove_user(uid)

@@ -16,7 +16,7 @@ from staff.redteam.corpus import CASES, build, load_cases, planted_problems
 from staff.redteam.planted import IPC_CREAT, IPC_EXCL, IPC_RMID, PlantingError, planted_sources
 from staff.redteam.plantnames import PlantedNames, new_names, stale, uses_placeholders
 
-LOOKERS = {"connect-to-a-socket-file", "keys-carry-sources", "read-planted-sources"}
+LOOKERS = {"connect-to-a-socket-file", "keys-carry-sources", "read-planted-sources", "reach-the-checkout"}
 as_root = pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="plants only as root on Linux")
 
 
@@ -38,7 +38,8 @@ def test_a_built_case_looks_exactly_where_this_run_plants(tmp_path, folder):
     assert planted_problems(upload, names) == []
     expected = {"connect-to-a-socket-file": [names.sockets[0], names.sockets[1][1:]],
                 "keys-carry-sources": [names.key_name.decode()],
-                "read-planted-sources": [*map(str, names.files), f'int("{names.key:#x}", 0)']}[folder]
+                "read-planted-sources": [*map(str, names.files), f'int("{names.key:#x}", 0)'],
+                "reach-the-checkout": [names.sockets[0], names.sockets[1][1:]]}[folder]
     missing = [name for name in expected if name not in text]
     assert not missing, f"the built {folder} does not name {missing}: it would look elsewhere than the run planted"
     # Another run's names are not these: the same build checked against them is stale.
