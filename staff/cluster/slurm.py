@@ -63,7 +63,7 @@ def refused(args: argparse.Namespace) -> str:
 def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
     """Submit the shards that miss a submission, follow them, write the gradebook; 0 when every
     submission is graded, 1 when a task failed, 2 on bad input or a Slurm command that failed."""
-    from staff.batch import RESULTS, RESULTS_GPU, BatchError, find_submissions, finished, to_grade
+    from staff.batch import RESULTS, RESULTS_GPU, BatchError, find_submissions, to_grade
     from staff.cluster.script import ArrayJob, ScriptError, array_script
     from staff.cluster.shards import shard_of
     from staff.cluster.watch import SlurmError, array_list, slurm
@@ -89,7 +89,8 @@ def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
     from staff.course.stale import Current
     from staff.sandbox.settings import from_arguments
 
-    stale = to_grade(submissions, out, results, Current.of(from_arguments(args)), args.force)
+    current = Current.of(from_arguments(args))
+    stale = to_grade(submissions, out, results, current, args.force)
     tasks = sorted({shard_of(s.key, shards) for s in submissions if s.key in stale})
     if tasks:
         job.path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,9 +121,9 @@ def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
     lines, files = write_gradebook(submissions, out)
     print("\n".join(lines))
     print("\nwritten: " + ", ".join(str(f.relative_to(out)) for f in files) + f" in {out}")
-    missing = sum(not finished(out / s.key, results) for s in submissions)
+    missing = len(to_grade(submissions, out, results, current))  # a stale grade a failed task left counts too
     if failed or missing:
-        print(f"staff grade: {len(failed)} task(s) failed, {missing} submission(s) not graded; run the same "
+        print(f"staff grade: {len(failed)} task(s) failed, {missing} submission(s) not graded or stale; run the same "
               f"command again to grade only those", file=sys.stderr)
         return 1
     return 0
