@@ -1,18 +1,22 @@
 """`staff gpu-check`: what a TA runs first on a GPU machine, ending in one Markdown report.
 
-Four steps, each a part of the report whatever the others did:
-1. the `cuda` tests on the reference (`pytest -m cuda tests`, here, unconfined), each with the
-   figure it judged against its bound (tests/gpu_figures.py, read back from pytest's JUnit XML) and
-   the margin: how many times the figure could grow or shrink before it crossed the nearer bound;
+Its steps, each a part of the report whatever the others did, in the order that puts what decides a
+grade first (a step not started within the budget, 8 minutes by default, says so):
+1. each protection of a GPU grade's worker tried alone with CUDA (staff/gpu_protections.py), and the
+   forms a GPU grade does not use, whose failure shows why it uses the form it does;
 2. `staff grade --gpu` on the reference, behind the sandbox: its CUDA preflight (a confined worker
    child starting CUDA before any test), its outcome and score, and which protections were off;
-3. `staff validate --gpu`: the stubs, the wheat and the GPU chaff graded behind the sandbox, with
-   each implementation's verdict;
-4. `staff gpu-report` on the reference: the harness's and time_matmul's figures per dtype and size.
+3. the `cuda` tests on the reference (`pytest -m cuda tests`, here, unconfined), each with the
+   figure it judged against its bound (tests/gpu_figures.py, read back from pytest's JUnit XML) and
+   the margin: how many times the figure could grow or shrink before it crossed the nearer bound;
+4. `staff gpu-report` on the reference: the harness's and time_matmul's figures per dtype and size;
+5. `staff validate --gpu`: the stubs, the wheat and the GPU chaff graded behind the sandbox, with
+   each implementation's verdict (the timing problems' one at a time, the others in parallel);
+6. the red team's cases confined as a GPU grade's worker is, graded on this machine.
 
-The report (OUT/gpu-check.md) starts with the device, its driver, torch and CUDA, and is written to
-be pasted into the README's "The GPU part". `--dry-run` walks the same steps without a GPU, with a
-stand-in for each step's device work (staff/gpu_check_dry_run.py).
+The report (OUT/gpu-check.md) starts with the device, its driver, torch and CUDA, and is written
+again after each step, so a run cut short leaves what it did. `--dry-run` walks the same steps
+without a GPU, with a stand-in for each step's device work (staff/gpu_check_dry_run.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +37,12 @@ from staff.atomic import write_text_atomic
 from staff.sandbox.removal import scratch_folder
 
 REPORT_NAME = "gpu-check.md"
-SECTIONS = ("## The `cuda` tests on the reference", "## `staff grade --gpu` on the reference, behind the sandbox",
-            "## `staff validate --gpu`", "## `staff gpu-report` on the reference")
+SECTIONS = ("## Each protection alone with CUDA", "## `staff grade --gpu` on the reference, behind the sandbox",
+            "## The `cuda` tests on the reference", "## `staff gpu-report` on the reference",
+            "## `staff validate --gpu`", "## The red team, confined as a GPU grade")
+BUDGET_S = 480.0  # the issue's bound on the whole check: a device is lent for minutes
+TIMING_PROBLEMS = frozenset({4})  # whose cuda tests time the GPU: their implementations are graded one at a time
+
 FACTS = ("device", "peak row", "driver", "torch", "CUDA (torch built with)", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
          "TORCH_CUBLAS_WORKSPACE_CACHE")  # the report's first lines, in order
 DRY_RUN_NOTE = ("no GPU was used. Each step ran its own code (its arguments, files and this report) with a stand-in "
@@ -165,20 +174,64 @@ def validate_selection() -> list:
     return gradable(load_variants(None), gpu=True)
 
 
-def run_validate() -> list[VariantOutcome]:
-    """`staff validate --gpu`'s grading, one implementation at a time, as plain rows."""
-    from staff.validate.run import validate
+def run_validate(jobs: int) -> list[VariantOutcome]:
+    """`staff validate --gpu`'s grading, as plain rows: the stubs and the implementations of the
+    timing problems one at a time (their tests time the GPU), then the others `jobs` at a time."""
+    from staff.validate.run import dependents, validate
 
+    depends, selection = dependents(), validate_selection()
+    timed = [v for v in selection if ({v.problem} | depends[v.problem]) & TIMING_PROBLEMS]
     rows = []
-    for outcome in validate(validate_selection(), 1, gpu=True):
-        if outcome.verdict:
-            detail = "; ".join(outcome.verdict)
-        elif outcome.kind == "chaff":
-            detail = "caught by " + ", ".join(sorted(outcome.failed.get(outcome.problem, set())))
-        else:
-            detail = f"{sum(outcome.earned.values()):g} / {sum(outcome.possible.values()):g} points"
-        rows.append(VariantOutcome(outcome.key, outcome.kind, not outcome.verdict, detail))
+    for chosen, at_once, stubs in ((timed, 1, True), ([v for v in selection if v not in timed], jobs, False)):
+        for outcome in validate(chosen, at_once, stubs=stubs, progress=False, gpu=True):
+            if outcome.verdict:
+                detail = "; ".join(outcome.verdict)
+            elif outcome.kind == "chaff":
+                detail = "caught by " + ", ".join(sorted(outcome.failed.get(outcome.problem, set())))
+            else:
+                detail = f"{sum(outcome.earned.values()):g} / {sum(outcome.possible.values()):g} points"
+            rows.append(VariantOutcome(outcome.key, outcome.kind, not outcome.verdict, detail))
     return rows
+
+
+def redteam_variants() -> list[str]:
+    """The red team's cases graded confined as a GPU grade's worker (`--gpu-confinement`)."""
+    from staff.redteam.corpus import GPU_CONFINED, load_cases
+
+    return [case.name for case in load_cases() if GPU_CONFINED in case.off]
+
+
+def run_redteam(repo: Path, scratch: Path) -> tuple[list[CudaTestOutcome], str]:
+    """The red team's tests of those cases (staff/tests/test_redteam.py), graded on this machine; each
+    test's outcome, and the end of pytest's output."""
+    from staff.redteam.corpus import load_cases
+
+    names, cases = redteam_variants(), {case.name: case.folder.name for case in load_cases()}
+    junit = scratch / "redteam.xml"
+    env = {**os.environ, "PYTHONPATH": str(repo), "PYTHONDONTWRITEBYTECODE": "1",
+           "STAFF_REDTEAM_CASES": ",".join(sorted({cases[name] for name in names})),
+           "STAFF_REDTEAM_SAMPLES": "none"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "staff/tests/test_redteam.py", "-m", "slow", "-k",
+                           " or ".join(names), "-p", "no:cacheprovider", "-q", "-rA", f"--junitxml={junit}",
+                           "-o", "junit_family=xunit1"], cwd=repo, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, errors="replace")
+    return (read_junit(junit) if junit.exists() else []), (done.stdout + done.stderr)[-3000:]
+
+
+def run_protections(repo: Path, scratch: Path, stand_in: bool = False) -> list | str:
+    """staff/gpu_protections.py in a process of its own (one that has not started CUDA, so that it can
+    fork children that start it); its results, or why there are none."""
+    from staff.gpu_protections import PROBE_TIMEOUT_S, PROBES, load
+
+    out = scratch / "protections.json"
+    try:
+        done = subprocess.run([sys.executable, "-m", "staff.gpu_protections", str(out),
+                               *(["--stand-in"] if stand_in else [])], cwd=repo, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True,
+                              errors="replace", timeout=PROBE_TIMEOUT_S * (len(PROBES) + 1))
+    except subprocess.TimeoutExpired:
+        return "the probes did not end in time"
+    return load(out) if out.exists() else f"the probes wrote no results:\n\n```text\n{done.stderr[-2000:]}\n```"
 
 
 def run_gpu_report(out: Path, repo: Path, device: str = "cuda") -> list[str]:
@@ -214,53 +267,106 @@ def _grade_lines(graded: SandboxedGrade | str, dry_run: bool) -> list[str]:
     return lines
 
 
+def _tests_table(tests: list[CudaTestOutcome], dry_run: bool) -> list[str]:
+    lines = ["| test | outcome | figure | bounds | margin | note |", "|---|---|---|---|---|---|"]
+    for test in tests:
+        fig = test.figure or {}
+        value = fig.get("value")
+        bounds = f"[{_number(fig.get('low'))}, {_number(fig.get('high'))}]" if fig else "-"
+        room = margin(value, fig.get("low"), fig.get("high")) if fig else None
+        room_text = "-" if room is None else f"{room:.2f}x" + ("" if room >= 1 else " (OUTSIDE)")
+        figure = f"{_cell(fig.get('what', ''))} {_number(value) if fig else ''}"
+        if dry_run and not fig:
+            figure = bounds = room_text = "dry run"
+        note = " ".join(filter(None, [fig.get("note", ""), test.message[:300]]))
+        lines.append(f"| `{_cell(test.name)}` | {test.outcome} | {figure} | {bounds} | {room_text} | {_cell(note)} |")
+    counts = {o: sum(t.outcome == o for t in tests) for o in ("passed", "failed", "error", "skipped")}
+    return lines + ["", ", ".join(f"{n} {o}" for o, n in counts.items() if n) or "no test ran"]
+
+
+def _redteam_table(rows: list[CudaTestOutcome]) -> list[str]:
+    lines = ["| test | outcome | message |", "|---|---|---|"]
+    lines += [f"| `{_cell(r.name)}` | {r.outcome} | {_cell(r.message[:300])} |" for r in rows]
+    return lines + ["", f"{sum(r.outcome == 'passed' for r in rows)} of {len(rows)} passed"]
+
+
 def build_markdown(facts: dict[str, str], tests: list[CudaTestOutcome] | str, variants: list[VariantOutcome] | str,
                    report: list[str] | str, when: str, graded: SandboxedGrade | str = "not run",
-                   dry_run: bool = False) -> str:
-    """The report. Each of `tests`, `graded`, `variants` and `report` is the step's result, or a string
-    saying why the step has none. A dry run's report says so at its top and where a figure would be."""
+                   dry_run: bool = False, protections: list | str = "not run",
+                   redteam: list[CudaTestOutcome] | str = "not run") -> str:
+    """The report. Each of `protections`, `graded`, `tests`, `redteam`, `variants` and `report` is the
+    step's result, or a string saying why the step has none. A dry run's report says so at its top and
+    where a figure would be."""
+    from staff.gpu_protections import markdown as protections_markdown
+
     lines = [f"# `staff gpu-check` on {facts.get('device', '?')}", "", f"Run {when}.", ""]
     if dry_run:
         lines += [f"**Dry run**: {DRY_RUN_NOTE}", ""]
-    lines += [f"- {key}: {value}" for key, value in facts.items()] + ["", SECTIONS[0], ""]
-    if isinstance(tests, str):
-        lines.append(tests)
-    else:
-        lines += ["| test | outcome | figure | bounds | margin | note |", "|---|---|---|---|---|---|"]
-        for test in tests:
-            fig = test.figure or {}
-            value = fig.get("value")
-            bounds = f"[{_number(fig.get('low'))}, {_number(fig.get('high'))}]" if fig else "-"
-            room = margin(value, fig.get("low"), fig.get("high")) if fig else None
-            room_text = "-" if room is None else f"{room:.2f}x" + ("" if room >= 1 else " (OUTSIDE)")
-            figure = f"{_cell(fig.get('what', ''))} {_number(value) if fig else ''}"
-            if dry_run and not fig:
-                figure = bounds = room_text = "dry run"
-            note = " ".join(filter(None, [fig.get("note", ""), test.message[:300]]))
-            lines.append(f"| `{_cell(test.name)}` | {test.outcome} | {figure} | {bounds} | {room_text} | "
-                         f"{_cell(note)} |")
-        counts = {o: sum(t.outcome == o for t in tests) for o in ("passed", "failed", "error", "skipped")}
-        lines += ["", ", ".join(f"{n} {o}" for o, n in counts.items() if n) or "no test ran"]
-    lines += ["", SECTIONS[1], "", *_grade_lines(graded, dry_run), "", SECTIONS[2], ""]
-    if isinstance(variants, str):
-        lines.append(variants)
-    else:
-        lines += ["| implementation | kind | verdict |", "|---|---|---|"]
-        lines += [f"| {_cell(v.key)} | {v.kind} | {'ok' if v.ok else 'WRONG'}: {_cell(v.detail)} |" for v in variants]
-    lines += ["", SECTIONS[3], ""]
-    if dry_run and not isinstance(report, str):
-        lines += [f"Dry run: {DRY_RUN_REPORT_NOTE}", ""]
-    lines += [report] if isinstance(report, str) else ["```text", *report, "```"]
+    lines += [f"- {key}: {value}" for key, value in facts.items()]
+    bodies = [
+        [protections] if isinstance(protections, str) else protections_markdown(protections),
+        _grade_lines(graded, dry_run),
+        [tests] if isinstance(tests, str) else _tests_table(tests, dry_run),
+        ([f"Dry run: {DRY_RUN_REPORT_NOTE}", ""] if dry_run and not isinstance(report, str) else [])
+        + ([report] if isinstance(report, str) else ["```text", *report, "```"]),
+        [variants] if isinstance(variants, str) else
+        ["| implementation | kind | verdict |", "|---|---|---|",
+         *(f"| {_cell(v.key)} | {v.kind} | {'ok' if v.ok else 'WRONG'}: {_cell(v.detail)} |" for v in variants)],
+        [redteam] if isinstance(redteam, str) else _redteam_table(redteam),
+    ]
+    for heading, body in zip(SECTIONS, bodies, strict=True):
+        lines += ["", heading, "", *body]
     return "\n".join(lines) + "\n"
 
 
 def all_well(tests: list[CudaTestOutcome] | str, variants: list[VariantOutcome] | str,
-             graded: SandboxedGrade | str | None = None) -> bool:
-    """Every cuda test passed, every implementation behaved as it must, and the reference's sandboxed
-    GPU grade (where it ran: None when skipped) started CUDA and earned every point."""
+             graded: SandboxedGrade | str | None = None, protections: list | str | None = None,
+             redteam: list[CudaTestOutcome] | str | None = None) -> bool:
+    """Every cuda test passed, and, where they ran (None: left out by an option), every implementation
+    behaved as it must, the reference's sandboxed GPU grade started CUDA and earned every point, every
+    protection a GPU grade uses let CUDA start, and every red-team test passed."""
     return (not isinstance(tests, str) and bool(tests) and all(t.outcome == "passed" for t in tests)
-            and not isinstance(variants, str) and all(v.ok for v in variants)
-            and (graded is None or (not isinstance(graded, str) and graded.ok)))
+            and (variants is None or (not isinstance(variants, str) and all(v.ok for v in variants)))
+            and (graded is None or (not isinstance(graded, str) and graded.ok))
+            and (protections is None or (not isinstance(protections, str) and all(p.holds for p in protections)))
+            and (redteam is None or (not isinstance(redteam, str) and bool(redteam)
+                                     and all(r.outcome == "passed" for r in redteam))))
+
+
+class _Steps:
+    """Runs the check's steps within the budget, each result into `done[key]`, writing the report
+    after each."""
+
+    def __init__(self, name: str, budget_s: float, done: dict, write) -> None:
+        self.name, self.deadline, self.done, self.write = name, time.monotonic() + budget_s, done, write
+        self.number = 0
+
+    def run(self, key: str, what: str, step, skipped: str | None = None) -> None:
+        """done[key] = `step()`'s result; `skipped` where an option left it out; a sentence where the
+        budget was spent before it began, or where it raised."""
+        self.number += 1
+        left = self.deadline - time.monotonic()
+        if skipped is not None:
+            self.done[key] = skipped
+        elif left <= 0:
+            self.done[key] = f"not run: the budget was spent before this step began (--budget, {BUDGET_S:g} s " \
+                             "by default)"
+        else:
+            print(f"{self.name}: {self.number}/{len(SECTIONS)} {what} ({left:.0f} s of the budget left)",
+                  file=sys.stderr, flush=True)
+            try:
+                self.done[key] = step()
+            except Exception as error:  # noqa: BLE001 - a step that fails is a section of the report
+                self.done[key] = f"{what} failed: {type(error).__name__}: {error}"
+        self.write()
+
+
+def _pytest_rows(ran: tuple[list[CudaTestOutcome], str] | str) -> list[CudaTestOutcome] | str:
+    """A pytest step's rows, or why it has none."""
+    if isinstance(ran, str):
+        return ran
+    rows, tail = ran
+    return rows or f"pytest wrote no results; the end of its output:\n\n```text\n{tail}\n```"
 
 
 def main_check(args: argparse.Namespace, repo: Path) -> int:
@@ -274,37 +380,39 @@ def main_check(args: argparse.Namespace, repo: Path) -> int:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     facts = stand_in.facts() if dry else device_facts()
     name = f"staff gpu-check{' --dry-run' if dry else ''}"
-    print(f"{name} on {facts['device']}: 1/4 the cuda tests on the reference", file=sys.stderr)
-    with scratch_folder("staff-gpu-check-") as scratch:
-        tests, tail = run_cuda_tests(repo, scratch)
-    if not tests:
-        tests = f"pytest wrote no results; the end of its output:\n\n```text\n{tail}\n```"
-    print(f"{name}: 2/4 staff grade --gpu on the reference, behind the sandbox", file=sys.stderr)
-    try:
-        graded: SandboxedGrade | str = stand_in.sandboxed_grade(repo) if dry else run_sandboxed_grade(repo)
-    except Exception as error:  # noqa: BLE001 - a step that fails is a section of the report
-        graded = f"staff grade --gpu failed: {type(error).__name__}: {error}"
-    variants: list[VariantOutcome] | str = "not run (--no-validate)"
-    if not args.no_validate:
-        print(f"{name}: 3/4 staff validate --gpu", file=sys.stderr)
-        try:
-            variants = stand_in.validate_rows() if dry else run_validate()
-        except Exception as error:  # noqa: BLE001 - as for the grade
-            variants = f"staff validate --gpu failed: {type(error).__name__}: {error}"
-    report: list[str] | str = "not run (--no-report)"
-    if not args.no_report:
-        print(f"{name}: 4/4 staff gpu-report", file=sys.stderr)
-        try:
-            report = run_gpu_report(out, repo, "cpu" if dry else "cuda")
-        except Exception as error:  # noqa: BLE001 - as for the grade
-            report = f"staff gpu-report failed: {type(error).__name__}: {error}"
     path = out / REPORT_NAME
-    write_text_atomic(path, build_markdown(facts, tests, variants, report, when, graded, dry))
+    done: dict[str, object] = dict.fromkeys(("protections", "graded", "tests", "redteam", "variants", "report"),
+                                            "not run yet")
+
+    def write() -> None:
+        write_text_atomic(path, build_markdown(facts, done["tests"], done["variants"], done["report"], when,
+                                               done["graded"], dry, done["protections"], done["redteam"]))
+
+    steps = _Steps(name, getattr(args, "budget", BUDGET_S), done, write)
+    with scratch_folder("staff-gpu-check-") as scratch:
+        steps.run("protections", "each protection alone with CUDA", lambda: run_protections(repo, scratch, dry))
+        steps.run("graded", "staff grade --gpu on the reference, behind the sandbox",
+                  lambda: stand_in.sandboxed_grade(repo) if dry else run_sandboxed_grade(repo))
+        steps.run("tests", "the cuda tests on the reference", lambda: _pytest_rows(run_cuda_tests(repo, scratch)))
+        steps.run("report", "staff gpu-report", lambda: run_gpu_report(out, repo, "cpu" if dry else "cuda"),
+                  "not run (--no-report)" if args.no_report else None)
+        # Every implementation is graded as the reference was: where the reference lost points behind the
+        # sandbox, they would too, and a lent device's minutes are better spent on a second run.
+        failed = None if dry or (isinstance(done["graded"], SandboxedGrade) and done["graded"].ok) else \
+            "not run: the reference's sandboxed GPU grade did not earn every point (above), so every " \
+            "implementation's grade would say the same"
+        steps.run("variants", "staff validate --gpu", lambda: stand_in.validate_rows() if dry else run_validate(args.jobs),
+                  "not run (--no-validate)" if args.no_validate else failed)
+        steps.run("redteam", "the red team, confined as a GPU grade",
+                  lambda: stand_in.redteam_rows() if dry else _pytest_rows(run_redteam(repo, scratch)),
+                  "not run (--no-redteam)" if args.no_redteam else failed)
     print(path.read_text(encoding="utf-8"))
     print(f"written: {path}", file=sys.stderr)
     if dry:
-        problems = stand_in.plumbing_problems(path.read_text(encoding="utf-8"), tests, graded, variants, report)
+        problems = stand_in.plumbing_problems(path.read_text(encoding="utf-8"), done["tests"], done["graded"],
+                                              done["variants"], done["report"], done["protections"], done["redteam"])
         for problem in problems:
             print(f"{name}: {problem}", file=sys.stderr)
         return 1 if problems else 0
-    return 0 if all_well(tests, variants, graded) else 1
+    ran = lambda key: None if str(done[key]).startswith("not run (") else done[key]  # noqa: E731
+    return 0 if all_well(done["tests"], ran("variants"), done["graded"], done["protections"], ran("redteam")) else 1

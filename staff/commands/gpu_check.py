@@ -20,28 +20,38 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(commands) -> None:
-    from staff.gpu_check import REPORT_NAME
+    from staff.gpu_check import BUDGET_S, REPORT_NAME
 
     check = commands.add_parser(
         "gpu-check",
-        help="on a GPU machine, first: the cuda tests on the reference, its GPU grade behind the sandbox, "
-        "validate --gpu and gpu-report, in one Markdown report",
-        description="Run the cuda tests on the reference (each test's figure against its bound, and the margin), "
-        "`staff grade --gpu` on the reference behind the sandbox (its CUDA preflight, outcome and score), "
+        help="on a GPU machine, first: each protection with CUDA, the reference's GPU grade behind the sandbox, the "
+        "cuda tests, the red team, validate --gpu and gpu-report, in one Markdown report",
+        description="Try each protection of a GPU grade's worker alone with CUDA, run `staff grade --gpu` on the "
+        "reference behind the sandbox (its CUDA preflight, outcome and score), the cuda tests on the reference "
+        "(each test's figure against its bound, and the margin), the red team's cases confined as a GPU grade, "
         "`staff validate --gpu` (stubs, wheat and GPU chaff behind the sandbox) and `staff gpu-report` on the "
         f"reference, and write OUT/{REPORT_NAME} (device, driver, torch, then one section per step) for the "
-        "README's GPU part. Exits 0 when every cuda test passed, the sandboxed grade started CUDA and earned every "
-        "point, and every implementation behaved as it must, 1 otherwise; without a CUDA GPU it stops at once with "
+        "README's GPU part, again after each step. Exits 0 when every protection a GPU grade uses let CUDA start, "
+        "the sandboxed grade started CUDA and earned every point, every cuda test and red-team test passed, and "
+        "every implementation behaved as it must (a step left out by an option is not judged), 1 otherwise; without a CUDA GPU it stops at once with "
         "exit 2 and writes nothing (but see --dry-run).",
     )
     check.add_argument("--out", type=Path, default=Path("gpu-check"),
                        help=f"folder for {REPORT_NAME} and gpu-report/ (default: %(default)s)")
     check.add_argument("--no-validate", action="store_true", help="skip `staff validate --gpu` (the longest step)")
+    check.add_argument("--no-redteam", action="store_true",
+                       help="skip the red team's cases confined as a GPU grade (graded on this machine)")
+    check.add_argument("--jobs", "-j", type=int, default=6, metavar="N",
+                       help="implementations validate grades at once, but for those of the timing problems, graded "
+                       "one at a time (default: %(default)s)")
+    check.add_argument("--budget", type=float, default=BUDGET_S, metavar="SECONDS",
+                       help="a step not begun within this many seconds of the start is reported as not run "
+                       "(default: %(default)g)")
     check.add_argument("--no-report", action="store_true", help="skip `staff gpu-report`")
     check.add_argument("--dry-run", action="store_true",
                        help="without a GPU: walk every step with a stand-in for the device (the cuda tests skip, the "
                        "sandboxed grade of one problem uses the CUDA preflight's stand-in that starts, validate lists "
                        "what it would grade, gpu-report measures one small size on the CPU) and write the report's "
                        "skeleton, 'dry run' in place of figures; exits 0 when every step's plumbing worked, 1 "
-                       "otherwise (well under a minute)")
+                       "otherwise (about a minute)")
     check.set_defaults(run=run)

@@ -17,10 +17,10 @@ Each case is a folder under `cases/` with a `case.toml`:
     marker        this file must not exist after grading (a payload that ran outside the worker)
     requires      a sandbox protection the case needs to be graded safely; skipped without it
     upload        how the upload is built: "folder" (default), or a builder named in UPLOADS
-    without       lists of protections to turn off ("landlock", "namespaces", "seccomp", "tmpfs", or
-                  "cuda-blockers": confined as a GPU grade's worker is, `--gpu-confinement`): the
-                  case is graded once per list, as NAME-without-A-and-B, to show that what remains holds
-                  alone (an empty list: with every protection on)
+    without       lists of protections to turn off ("landlock", "namespaces", "seccomp", "tmpfs"), or
+                  ["gpu-confinement"]: confined as a GPU grade's worker is (`--gpu-confinement`); the
+                  case is graded once per list, as NAME-without-A-and-B (NAME-as-a-gpu-grade), to show
+                  that what remains holds alone (an empty list: with every protection on)
     hidden_visibility   grade it with this visibility of the hidden tests (default: the grader's)
     memory_gib    grade it with this memory setting (`--memory-gib`; default: the grader's)
     outcomes      how its grade may end (results.json's extra_data "outcome"; default: any): a case that
@@ -83,10 +83,18 @@ class Case:
     folder: Path = field(default=Path(), compare=False)
 
 
-# What a case may turn off: Settings switches, and "cuda-blockers", the protections CUDA's driver does not
-# start under (PID namespace, Landlock, socket() refused), off as in a GPU grade (--gpu-confinement).
-PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs", "cuda-blockers")
-GPU_CONFINED = "cuda-blockers"
+# What a case may turn off (Settings switches), and "gpu-confinement": the forms of the protections a GPU grade's
+# worker has for CUDA's sake (Landlock set by each child, its own /proc writable; a zygote whose filter allows
+# unix sockets and memfd until each child narrows it), graded on the CPU (--gpu-confinement).
+PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs", "gpu-confinement")
+GPU_CONFINED = "gpu-confinement"
+
+
+def variant_name(name: str, off: tuple[str, ...] | list[str]) -> str:
+    """The name of case `name` graded with the protections `off` turned off."""
+    if GPU_CONFINED in off:
+        return f"{name}-as-a-gpu-grade"
+    return "-without-".join([name, "-and-".join(off)]) if off else name
 
 
 def settings_off(off: tuple[str, ...]) -> dict[str, bool]:
@@ -113,7 +121,9 @@ def load_cases() -> list[Case]:
             without = spec.pop("without", [[]])
             if not all(isinstance(off, list) and set(off) <= set(PROTECTIONS) for off in without):
                 raise TypeError(f"'without' must be lists of {PROTECTIONS}")
-            variants = [Case(name="-without-".join([folder.name, "-and-".join(off)]) if off else folder.name,
+            if any(GPU_CONFINED in off and len(off) > 1 for off in without):
+                raise TypeError(f"'{GPU_CONFINED}' is a confinement of its own: a list of it alone")
+            variants = [Case(name=variant_name(folder.name, off),
                              folder=folder, off=tuple(off),
                              **{k: tuple(v) if k in ("honest", "graded", "lose", "attack_in", "outcomes") else v
                                 for k, v in spec.items()})

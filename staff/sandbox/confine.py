@@ -7,7 +7,7 @@ protection (macOS, an old kernel, a container without the right privileges) stil
 grader can say which protections were off. Linux-specific parts use the C library through ctypes
 (`libc`, `prctl`, `errno_text` here). The protections, by module:
 
-    confine.py         new network, PID and IPC namespaces; a private /tmp; the worker's view of
+    confine.py         new network, PID and IPC namespaces, its own /proc; a private /tmp; the worker's view of
                        closed folders (`reveal`); the disk quota's tmpfs; die with the parent,
                        dumpable, no new privileges
     user_limits.py     the worker's user and capabilities, resource limits, memory group, OOM score
@@ -34,7 +34,7 @@ libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x20000000, \
     0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
-MS_BIND, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_RDONLY, MS_REMOUNT = 4096, 16384, 1 << 18, 2, 4, 1, 32
+MS_BIND, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY, MS_REMOUNT = 4096, 16384, 1 << 18, 2, 4, 8, 1, 32
 
 
 def off(what: str) -> str:
@@ -82,20 +82,12 @@ def unshare(flags: int) -> str:
 
 
 NAMESPACES = {"network": CLONE_NEWNET, "pid": CLONE_NEWPID, "ipc": CLONE_NEWIPC}
-# Measured on an H100 (driver 580.159.04, torch 2.11, 2026-11-25), each alone in a fresh process before CUDA
-# starts: a new PID namespace, Landlock's file rules (reading everything, writing /tmp and the GPU's devices),
-# and refusing socket() each make cuInit fail ("cudaGetDeviceCount(): Error 304: OS call failed"); a new
-# network or IPC namespace, refusing only internet sockets, and the rest of the filter do not. A GPU grade
-# (one submission at a time, public `cuda` tests only) therefore goes without those three.
-CUDA_NOTE = "CUDA's driver does not start under it (error 304, measured on an H100)"
-
-
-def new_namespaces(pid: bool = True) -> dict[str, str]:
+def new_namespaces() -> dict[str, str]:
     """A new network namespace (no interfaces but a loopback that is down), a new PID namespace for
     the children of this process, and a new IPC namespace (System V objects and POSIX message queues
     of its own, destroyed with its last process). As root directly; otherwise inside a new user
-    namespace in which this process keeps its own uid and gid. Without `pid`, no PID namespace (CUDA's
-    driver does not start in one: see CUDA_NOTE). Returns {"network": status, "pid": status, "ipc": status}."""
+    namespace in which this process keeps its own uid and gid. The first child, the namespace's init,
+    mounts a /proc of its own (`own_proc`). Returns {"network": status, "pid": status, "ipc": status}."""
     if libc is None:
         return {name: off("Linux only") for name in NAMESPACES}
     if os.geteuid() != 0:
@@ -109,14 +101,31 @@ def new_namespaces(pid: bool = True) -> dict[str, str]:
                     handle.write(text)
         except OSError as error:
             return {name: off(f"user namespace mapping: {error}") for name in NAMESPACES}
-    wanted = {name: flag for name, flag in NAMESPACES.items() if pid or name != "pid"}
     flags = 0
-    for flag in wanted.values():
+    for flag in NAMESPACES.values():
         flags |= flag
-    skipped = {} if pid else {"pid": off(f"a GPU grade: {CUDA_NOTE}")}
     if unshare(flags) == ON:
-        return {**{name: ON for name in wanted}, **skipped}
-    return {**{name: unshare(flag) for name, flag in wanted.items()}, **skipped}
+        return dict.fromkeys(NAMESPACES, ON)
+    return {name: unshare(flag) for name, flag in NAMESPACES.items()}
+
+
+def own_proc() -> str:
+    """In a mount namespace of this process's own, a fresh /proc for the PID namespace this process
+    is the init of: the processes outside it are out of sight, and a thread's id (gettid, counted in
+    the namespace) names its /proc/self/task entry. CUDA's driver writes /proc/self/task/<tid>/comm
+    as cuInit names its threads; under the machine's /proc that entry is another process's or none,
+    and cuInit fails with error 304 (what stopped a GPU grade in a PID namespace on an H100).
+    Needs root, or a user namespace that owns the PID namespace."""
+    if libc is None:
+        return off("Linux only")
+    if os.getpid() != 1:
+        return off("not the init of a PID namespace")
+    status = _private_mounts()
+    if status != ON:
+        return status
+    if not _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC):
+        return off(f"cannot mount a /proc of its own: {errno_text()}")
+    return ON
 
 
 def world_readable(path: str, itself: bool = True) -> str | None:
@@ -198,10 +207,8 @@ def hide(folders: list[str], keep: list[str]) -> str:
     """In a mount namespace of this process's own, cover each of `folders` with an empty read-only
     tmpfs, binding back the paths of `keep` that lie below it (the Python environment, the worker's
     code and folders): the rest of each folder is out of this process's sight whatever its files'
-    modes. What keeps a GPU grade's worker, which has no Landlock, from the checkout, the grader's
-    files and the home folders. Mount namespaces were not among what was measured to stop CUDA's
-    driver (CUDA_NOTE), but this has not been run on a GPU: `staff gpu-check` shows whether CUDA starts
-    under it. Needs root."""
+    modes. A GPU grade's second cover of the checkout, the grader's files and the home folders,
+    beside Landlock (`staff gpu-check` tries it alone with CUDA). Needs root."""
     if libc is None:
         return off("Linux only")
     status = _private_mounts()

@@ -2,10 +2,9 @@
 decided from the settings and this process's privileges before any student code runs.
 
 The worker is kept from what belongs to whoever grades by a user of its own (as root), and, where it
-runs as the grader's own uid, by Landlock (files, signals) and a PID namespace (processes). A GPU
-grade goes without Landlock and the PID namespace (confine.CUDA_NOTE); as root a mount namespace
-hides the checkout and the home folders instead (confine.hide), but an ordinary user cannot mount
-there. Such a grade is refused unless the TA allows it knowingly (`--allow-open-grader`).
+runs as the grader's own uid, by Landlock (files, signals) and a PID namespace (processes); a GPU
+grade's worker has them too (each child sets its Landlock before student code, worker.confine_child).
+A grade without them is refused unless the TA allows it knowingly (`--allow-open-grader`).
 """
 
 from __future__ import annotations
@@ -28,18 +27,13 @@ def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi
 
         landlock_abi = probe()
     who = "the grader is not root" if euid != 0 else "--no-separate-user"
-    why_landlock = ("a GPU grade (CUDA's driver does not start under Landlock)" if settings.cuda_confined
-                    else "--no-landlock" if not settings.landlock else None if landlock_abi else
-                    "this kernel has no Landlock")
+    why_landlock = "--no-landlock" if not settings.landlock else None if landlock_abi else "this kernel has no Landlock"
     opened = []
     if why_landlock is not None:
         opened.append(f"your files (the checkout with the reference solution, the hidden and trusted tests and "
                       f"their conftest files, your home folder and shell start-up files): the worker runs as your "
                       f"own uid ({who}), with no Landlock ({why_landlock}) and no mount namespace to hide them "
                       f"({who})")
-    if settings.cuda_confined:
-        opened.append(f"your other processes (signals by pid): no PID namespace, since CUDA's driver does not start "
-                      f"in one, and no Landlock signal scope ({who})")
     return opened
 
 
@@ -51,7 +45,7 @@ def refusal(settings: Settings, euid: int | None = None, landlock_abi: int | Non
         return None
     return ("refusing to run student code with the grading user's own things open to it: "
             + "; ".join(opened) + ". Grade as root (sudo), where the worker gets a user of its own and, in a GPU "
-            "grade, a mount namespace that hides the checkout and the home folders; or pass --allow-open-grader "
+            "grade, a mount namespace that also hides the checkout and the home folders; or pass --allow-open-grader "
             "if you accept that a hostile submission may read or change those files and signal those processes "
             "(grade on a machine or account that holds nothing else)")
 

@@ -44,11 +44,19 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def landlock(read_only: list[str], read_write: list[str], devices: list[str]) -> dict[str, str]:
+_PINNED: list[int] = []  # descriptors of this process's own /proc entry, open for its life (see landlock)
+
+
+def landlock(read_only: list[str], read_write: list[str], devices: list[str],
+             own_proc: bool = False) -> dict[str, str]:
     """Restrict this process and its future children, for good: files may be read (and run) only
     under `read_only`, read and changed only under `read_write`, and the device files `devices`
     read, written and controlled (GPUs). Where the kernel can (ABI 4, 6), also no TCP bind or
     connect, and no signal or abstract unix socket to a process outside the restriction.
+    With `own_proc`, this process may also write the files of its own /proc/<pid> (CUDA's driver names
+    its threads in /proc/self/task/<tid>/comm, and cuInit fails with error 304 if it cannot); a rule
+    binds to the entry's inode, so a descriptor of it stays open while the process lives, lest the
+    kernel drop the entry and make another. Its children, with other pids, get no such right.
     Returns {"files": status, "signals": status, "tcp": status}. Paths that do not exist are skipped."""
     abi = landlock_abi()
     if abi == 0:
@@ -81,6 +89,13 @@ def landlock(read_only: list[str], read_write: list[str], devices: list[str]) ->
                         return {"files": why, "signals": why, "tcp": why}
                 finally:
                     os.close(handle)
+        if own_proc:
+            _PINNED.append(os.open(f"/proc/{os.getpid()}", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+            writing = _FS_READ_FILE | _FS_READ_DIR | _FS_WRITE_FILE | _FS_TRUNCATE
+            if libc.syscall(_SYS_ADD_RULE, ruleset, 1, ctypes.byref(_PathBeneathAttr(writing & fs, _PINNED[-1])),
+                            ctypes.c_uint32(0)) != 0:
+                why = off(f"landlock_add_rule(/proc/{os.getpid()}): {errno_text()}")
+                return {"files": why, "signals": why, "tcp": why}
         if not prctl(PR_SET_NO_NEW_PRIVS, 1) or libc.syscall(_SYS_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) != 0:
             why = off(f"landlock_restrict_self: {errno_text()}")
             return {"files": why, "signals": why, "tcp": why}

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff.sandbox import confine, cuda_preflight, plugin_settings
+from staff.sandbox import confine, cuda_files, cuda_preflight, plugin_settings
 from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
 from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
@@ -50,10 +50,10 @@ def library_folders() -> list[str]:
     return [folder for folder in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isdir(folder)]
 
 
-# Where the grading user's own files are, hidden from a worker that has no Landlock (a GPU grade's): the
-# home folders and the session's runtime folders. The checkout and the grade's scratch folder are added.
+# Where the grading user's own files are, hidden from a GPU grade's worker by a mount namespace as well as by
+# Landlock: the home folders and the session's runtime folders. The checkout and the grade's scratch folder are added.
 PRIVATE_FOLDERS = ["/home", "/root", "/run/user"]
-# The folders of / a worker without Landlock keeps in sight: the system's programs, libraries and
+# The folders of / such a worker keeps in sight: the system's programs, libraries and
 # settings, the kernel's views, devices and runtime state. Every other one (/work, /opt, /srv, /mnt,
 # where other copies of the checkout and other users' files lie) is covered, what the worker needs
 # from it bound back.
@@ -62,7 +62,8 @@ SYSTEM_TOP = ("usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "p
 
 
 def hidden_from_the_worker(repo: Path, scratch: Path, private_tmp: bool) -> list[str]:
-    """The folders a worker without Landlock must not see, as root: the checkout (the reference
+    """The folders a GPU grade's worker must not see, as root, beside what Landlock keeps from it (a
+    second cover, in case Landlock is missing or was turned off): the checkout (the reference
     solution, the hidden tests, the trusted tests and conftest files), the grade's scratch folder (the
     grader's copy of them), the home and runtime folders of whoever grades, every folder of / but the
     system's (SYSTEM_TOP: other copies of the checkout, other users' files), and the folders every user
@@ -203,14 +204,16 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         uid, no_user = _worker_user(worker)
     _for_the_worker_alone(code, uid)
     packages = site_packages()
+    preflight = (cuda_preflight_stand_in or cuda_preflight.DEVICE) if settings.gpu else ""
     config = WorkerConfig(
         code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
-        read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders()],
-        devices=DEVICES + sorted(glob.glob("/dev/nvidia*")),
+        read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders(),
+                   *(cuda_files.existing(cuda_files.READ) if settings.cuda_confined else [])],
+        devices=DEVICES + cuda_files.existing(cuda_files.DEVICE),
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
         uid=uid, gid=uid, threads=settings.torch_threads(jobs), namespaces=settings.namespaces,
         landlock=settings.landlock, seccomp=settings.seccomp, tmpfs=settings.tmpfs,
-        cuda=settings.cuda_confined,  # a GPU grade's worker must start CUDA (confine.CUDA_NOTE: what it goes without)
+        cuda=settings.cuda_confined, cuda_start=preflight,
         hide=hidden_from_the_worker(repo, scratch, settings.tmpfs) if settings.cuda_confined else [],
         limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))
     path = grader / "sandbox.json"
@@ -218,7 +221,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         worker=config, launch_config=str(grader / "launch.json"), startup_timeout_s=settings.startup_timeout_s,
         test_timeout_s=settings.test_timeout_s, import_timeout_s=settings.import_timeout_s,
         modules=module_names(package, "cs336_basics"), jobs=max(jobs, 1),
-        cuda_preflight=(cuda_preflight_stand_in or cuda_preflight.DEVICE) if settings.gpu else ""), path)
+        cuda_preflight=preflight), path)
     return Workspace(scratch, grader, code, worker, shared, path, no_user, uid)
 
 

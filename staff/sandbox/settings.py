@@ -81,14 +81,15 @@ class Settings:
                            "disk quota is counted after each call instead of enforced by the kernel")
     gpu_confinement: bool = _setting(
         False, "--gpu-confinement", "for testing the GPU grade's confinement (the red team, without a GPU): "
-        "confine a CPU grade's worker exactly as a GPU grade's (no PID namespace, no Landlock, unix sockets "
-        "allowed, as root the grader's files hidden by a mount namespace) and grade the CPU tests; CUDA is not "
-        "started. Not for grading students")
+        "confine a CPU grade's worker exactly as a GPU grade's (Landlock set by each child, which may write its "
+        "own /proc entry; a zygote whose filter allows unix sockets and memfd until each child narrows it to the "
+        "CPU grade's; as root the grader's files also hidden by a mount namespace) and grade the CPU tests; CUDA "
+        "is not started. Not for grading students")
     allow_open_grader: bool = _setting(
         False, "--allow-open-grader", "grade even where the student's code would run as your own user with your "
-        "files or processes open to it (no user of its own, and no Landlock or no PID namespace: a GPU grade not "
-        "run as root, or --no-separate-user/--no-landlock). Without it such a grade is refused before any "
-        "student code runs, saying what would be open")
+        "files open to it (no user of its own, and no Landlock: not run as root, or --no-separate-user, and "
+        "--no-landlock or a kernel without Landlock). Without it such a grade is refused before any student code "
+        "runs, saying what would be open")
 
     def __post_init__(self) -> None:
         for name in _NUMBERS:
@@ -121,8 +122,8 @@ class Settings:
 
     @property
     def cuda_confined(self) -> bool:
-        """Whether the worker is confined as a GPU grade's must be (see confine.CUDA_NOTE): a GPU grade,
-        or a CPU grade that tests that confinement."""
+        """Whether the worker is confined as a GPU grade's must be, in the forms CUDA's driver starts under
+        (worker.confine_child; `staff gpu-check` tries each): a GPU grade, or a CPU grade that tests them."""
         return self.gpu or self.gpu_confinement
 
     def torch_threads(self, jobs: int = 1, cpus: float | None = None) -> int:

@@ -85,9 +85,9 @@ def seccomp_program(machine: str, sockets: bool = True,
     architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
     with its errno; socket() with EAFNOSUPPORT, socketpair() but for AF_UNIX stream and seqpacket
     pairs, clone() with a new namespace, TIOCSTI and file locks with EPERM; the allowed calls pass;
-    any other number fails with ENOSYS. Without `sockets` (a GPU grade: CUDA's driver makes a unix
-    socket as it starts), socket() fails only for AF_INET and AF_INET6, and syscalls.GPU_ONLY,
-    socketpair() of any type and fcntl's locks are allowed. The calls that change a process's limits
+    any other number fails with ENOSYS. Without `sockets` (a GPU grade's worker, until each child
+    has started CUDA: the driver connects to its daemons over unix sockets), socket() is allowed for
+    AF_UNIX alone, and syscalls.GPU_ONLY, socketpair() of any type and fcntl's locks are allowed. The calls that change a process's limits
     or scheduling act on pid 0 (the caller) only, and kill(-1) is refused unless `namespace_init` (the
     worker is its PID namespace's init, where -1 means every process of the namespace)."""
     deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
@@ -100,8 +100,7 @@ def seccomp_program(machine: str, sockets: bool = True,
         program += [(_JGE_K, 0, 1, _X32_SYSCALL_BIT), (_RET_K, 0, 0, deny)]
     checked = {
         "socket": [(_RET_K, 0, 0, no_family)] if sockets else
-        [_arg(0), (_JEQ_K, 1, 0, _AF_INET), (_JEQ_K, 0, 1, _AF_INET6), (_RET_K, 0, 0, no_family),
-         (_RET_K, 0, 0, allow)],
+        [_arg(0), (_JEQ_K, 0, 1, _AF_UNIX), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, no_family)],
         "socketpair": [_arg(0), (_JEQ_K, 1, 0, _AF_UNIX), (_RET_K, 0, 0, no_family)] + (
             [_arg(1), (_AND_K, 0, 0, _SOCK_TYPE_MASK), (_JEQ_K, 2, 0, _SOCK_STREAM), (_JEQ_K, 1, 0, _SOCK_SEQPACKET),
              (_RET_K, 0, 0, deny)] if sockets else []) + [(_RET_K, 0, 0, allow)],
@@ -153,7 +152,8 @@ def deny_syscalls(sockets: bool = True, namespace_init: bool = False) -> str:
         return off(f"no_new_privs: {errno_text()}")
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return off(f"seccomp: {errno_text()}")
-    made = "no sockets but unix pairs" if sockets else "no internet sockets (a GPU grade: unix sockets allowed)"
+    made = "no sockets but unix pairs" if sockets else \
+        "no sockets but unix ones (a GPU grade's zygote; each child narrows to the CPU grade's filter)"
     allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + (0 if sockets else len(syscalls.GPU_ONLY))
     return f"{ON} (seccomp: an allow-list of {allowed} " \
            f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces, " \

@@ -77,8 +77,9 @@ ALLOWED: list[tuple[str, str]] = [
 
 # name: what the filter checks, for calls allowed only with some arguments (see syscall_filter.seccomp_program).
 CHECKED: dict[str, str] = {
-    "socket": "refused for every family (EAFNOSUPPORT): path, abstract, netlink, vsock, packet, internet; in a GPU "
-              "grade only internet ones (CUDA's driver makes a unix socket as it starts)",
+    "socket": "refused for every family (EAFNOSUPPORT): path, abstract, netlink, vsock, packet, internet; while a "
+              "GPU grade's child starts CUDA, AF_UNIX is allowed (the driver connects to its daemons), and refused "
+              "again before any student code runs",
     "socketpair": "AF_UNIX stream or seqpacket only: a datagram pair could send to any named socket by address",
     "clone": "no CLONE_NEW* flag: a new user namespace would give the worker every capability inside it",
     "ioctl": "not TIOCSTI or TIOCLINUX (typing into a terminal); the rest acts on a descriptor it holds",
@@ -99,8 +100,11 @@ CHECKED: dict[str, str] = {
             "tgkill is (see its line)",
 }
 
-# Allowed in a GPU grade only, where CUDA's driver talks to its daemons over unix sockets.
-GPU_ONLY = "bind listen connect accept accept4 flock".split()
+# Allowed while a GPU grade's worker child starts CUDA, before any student code: the driver connects to
+# its daemons (nvidia-persistenced, MPS) over unix sockets and makes a memfd as cuInit runs (error 304
+# without it; NVIDIA/OpenShell issue 1696). The child then stacks the CPU grade's filter, which refuses
+# them again (worker.confine_child).
+GPU_ONLY = "bind listen connect accept accept4 flock memfd_create".split()
 
 REFUSED: list[tuple[str, int, str]] = [
     ("System V IPC: objects found by a key anyone can guess, outliving their process; refused in every mode, "

@@ -34,7 +34,9 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     import user_limits
 
     limits = config["limits"]
-    if os.geteuid() == 0 and config.get("hide"):  # no Landlock in a GPU grade: the grader's files leave its view
+    if os.getpid() == 1:  # the init of a new PID namespace, before anything else takes the right to mount
+        status["own /proc"] = confine.own_proc()
+    if os.geteuid() == 0 and config.get("hide"):  # a GPU grade's second cover of the grader's files
         status["grader's files hidden"] = confine.hide(
             config["hide"], [config["code"], config["folder"], config["shared"], *config["read_only"],
                              *config["devices"]])
@@ -58,9 +60,13 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     status["resource limits"] = user_limits.set_limits(limits["memory_bytes"], limits["cpu_seconds"],
                                                    limits["file_bytes"], limits["processes"], limits["open_files"])
     status["no new privileges"] = confine.no_new_privileges()
-    if config["landlock"] and config.get("cuda"):
-        skipped = confine.off(f"a GPU grade: {confine.CUDA_NOTE}")
-        status.update({"file access": skipped, "signals out": skipped, "tcp": skipped})
+    if config["landlock"] and config.get("cuda"):  # set by each child (confine_child), which CUDA needs
+        abi = landlock_rules.landlock_abi()
+        each = f"{confine.ON} (Landlock ABI {abi}, set by each child before any student code; it may also write " \
+               "its own /proc/<pid>, where CUDA names its threads)"
+        status.update({"file access": each if abi else confine.off("Landlock is not available"),
+                       "signals out": each if abi >= 6 else confine.off(f"Landlock ABI {abi} < 6"),
+                       "tcp": each if abi >= 4 else confine.off(f"Landlock ABI {abi} < 4")})
     elif config["landlock"]:
         restricted = landlock_rules.landlock([config["code"], *config["read_only"]],
                                              [config["folder"], config["shared"]], config["devices"])
@@ -69,6 +75,37 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     if config.get("seccomp", True):
         status["system calls"] = syscall_filter.deny_syscalls(sockets=not config.get("cuda"),
                                                               namespace_init=os.getpid() == 1)
+        if config.get("cuda") and status["system calls"].startswith(confine.ON):
+            status["system calls"] += "; each child stacks the CPU grade's filter once it has started CUDA"
+
+
+def confine_child(config: dict) -> None:
+    """A GPU grade's child, before it serves any call: Landlock as a CPU grade's worker has it, and
+    its own /proc/<pid> writable; then CUDA started (the preflight's matmul, remembered for the
+    preflight's question); then the CPU grade's filter stacked on the zygote's, so that the unix
+    sockets and memfd the driver needed to start are refused to student code. A child that cannot
+    be confined exits (code 70) before it serves anything, as the preflight then reports."""
+    import confine
+    import cuda_preflight
+    import landlock_rules
+    import syscall_filter
+
+    if config["landlock"]:
+        restricted = landlock_rules.landlock([config["code"], *config["read_only"]],
+                                             [config["folder"], config["shared"]], config["devices"], own_proc=True)
+        if not restricted["files"].startswith(confine.ON):
+            sys.stderr.write(f"worker child: Landlock: {restricted['files']}\n")
+            os._exit(70)
+    if config.get("cuda_start"):
+        try:
+            cuda_preflight.run(config["cuda_start"])
+        except Exception:  # noqa: BLE001 - remembered: the preflight's question gets the driver's answer
+            pass
+    if config.get("seccomp", True):
+        narrowed = syscall_filter.deny_syscalls(sockets=True, namespace_init=False)
+        if not narrowed.startswith(confine.ON):
+            sys.stderr.write(f"worker child: seccomp: {narrowed}\n")
+            os._exit(70)
 
 
 def _parent_alive(watch: int) -> bool:
@@ -89,7 +126,7 @@ def launch(config: dict) -> None:
     status["memory cgroup"] = user_limits.join_memory_group(config.get("memory_group"))
     status["killed first on OOM"] = user_limits.killed_first()
     if config["namespaces"]:
-        status.update({f"{k} namespace": v for k, v in confine.new_namespaces(pid=not config.get("cuda")).items()})
+        status.update({f"{k} namespace": v for k, v in confine.new_namespaces().items()})
     watch, hold = os.pipe()
     child = os.fork()
     if child:
@@ -191,6 +228,8 @@ def zygote(config: dict, status: dict[str, str]) -> None:
             confine.set_dumpable(True)  # its own /proc entries, which code may read (os.readlink of an fd)
             os.setsid()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            if config.get("cuda"):
+                confine_child(config)
             serve(fds[0], fds[1])
             os._exit(0)
         for fd in fds:

@@ -24,7 +24,7 @@ from staff.bytecode import ensure_compiled
 from staff.cli import main
 from staff.grade import REPO_ROOT
 from staff.pins import python_pin
-from staff.redteam.corpus import Case, build, load_cases, planted_problems
+from staff.redteam.corpus import Case, build, load_cases, planted_problems, variant_name
 from staff.redteam.ordinary import StandInSession, grade_as, grader_for
 from staff.redteam.planted import planted_sources
 from staff.redteam.plantnames import PlantedNames, new_names
@@ -108,9 +108,11 @@ def trusted_files() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory) -> Graded:
     """Every sample and red-team case graded into OUT/<name>/results.json (about six minutes on two cores).
-    STAFF_REDTEAM_CASES=name,name grades only those cases' folders (and the samples)."""
+    STAFF_REDTEAM_CASES=name,name grades only those cases' folders (and the samples, unless
+    STAFF_REDTEAM_SAMPLES=none: `staff gpu-check` grades the cases alone, in minutes of a lent GPU)."""
     folder, work = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("building")
-    _plain_samples(folder)
+    if os.environ.get("STAFF_REDTEAM_SAMPLES") != "none":
+        _plain_samples(folder)
     cases = {}
     chosen = {name for name in os.environ.get("STAFF_REDTEAM_CASES", "").split(",") if name}
     names = new_names()  # this run's planted names: another run on the machine has its own
@@ -176,7 +178,7 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
         if chosen and name not in chosen:
             continue
         for off in variants:
-            key = "-without-".join([name, "-and-".join(off)]) if off else name
+            key = variant_name(name, off)
             case = dataclasses.replace(known[name], name=key + AS_USER, off=off)
             upload = build(case, work, names)
             _assert_looks_where_planted(case, upload, names)

@@ -60,7 +60,7 @@ def test_help_says_what_it_runs(capsys):
     with pytest.raises(SystemExit) as leaving:
         main(["gpu-check", "--help"])
     assert leaving.value.code == 0
-    said = capsys.readouterr().out
+    said = " ".join(capsys.readouterr().out.split())
     assert "validate --gpu" in said and "gpu-report" in said and "gpu-check.md" in said
     assert "grade --gpu" in said and "--dry-run" in said and "stand-in" in said
 
@@ -142,7 +142,7 @@ def test_the_dry_runs_verdict_names_each_broken_step():
     whole = build_markdown(FACTS, tests, variants, ["cpu"], "now", SANDBOXED, dry_run=True)
     assert plumbing_problems(whole, tests, SANDBOXED, variants, ["cpu"]) == []
     assert plumbing_problems(whole, tests, SANDBOXED, "not run (--no-validate)", "not run (--no-report)") == []
-    cut = whole.replace(SECTIONS[2], "")
+    cut = whole.replace(SECTIONS[4], "")
     found = plumbing_problems(cut, "pytest wrote no results", NO_CUDA, "staff validate --gpu failed: X", [])
     assert len(found) == 5, found
     assert "section '## `staff validate --gpu`'" in found[0] and "collected no test" in found[1]
@@ -163,9 +163,14 @@ def test_the_dry_run_walks_every_step_and_writes_the_reports_skeleton(tmp_path):
     text = (out / "gpu-check.md").read_text()
     assert [heading for heading in SECTIONS if heading in text] == list(SECTIONS)
     assert "**Dry run**" in text and "- device: dry run (no GPU)" in text and "- driver: dry run" in text
-    cuda_rows = [line for line in text.splitlines() if line.startswith("| `test_")]
+    cuda_rows = [line for line in text.split(SECTIONS[2])[1].split(SECTIONS[3])[0].splitlines()
+                 if line.startswith("| `test_")]
     assert len(cuda_rows) >= 8 and all("| dry run | dry run | dry run |" in row for row in cuda_rows)
     assert "| graded (dry run: no point to earn without a GPU) | 0 / 0 | passed (STAND-IN" in text
     assert "| p04-chaff-no-synchronize | chaff | ok: dry run: selected for grading, not graded |" in text
-    assert "| stubs | stubs | ok: dry run" in text and "points" not in text.split(SECTIONS[2])[1].split(SECTIONS[3])[0]
+    assert "| stubs | stubs | ok: dry run" in text and "points" not in text.split(SECTIONS[4])[1].split(SECTIONS[5])[0]
+    probes = text.split(SECTIONS[0])[1].split(SECTIONS[1])[0]
+    assert "| every protection of a GPU grade, as its worker applies them | yes | started |" in probes
+    assert "Every protection a GPU grade uses let CUDA start." in probes
+    assert "-as-a-gpu-grade]` | passed | dry run: selected for grading, not graded |" in text
     assert "get_batch 64 x 1024 tokens" in text and (out / "gpu-report" / "gpu-report.csv").exists()

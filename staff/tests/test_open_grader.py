@@ -1,7 +1,8 @@
 """A grade whose worker would reach the grading user's files or processes is refused before any student
-code runs (`staff.sandbox.exposure`); a GPU grade's worker, which has no Landlock, has the checkout and
-the home folders hidden by a mount namespace as root (`confine.hide`); `--gpu-confinement` confines a
-CPU grade's worker exactly so (the red team's GPU variants grade with it)."""
+code runs (`staff.sandbox.exposure`), a GPU grade exactly where a CPU grade is (its worker's children
+set Landlock too); as root a GPU grade's worker also has the checkout and the home folders hidden by a
+mount namespace (`confine.hide`); `--gpu-confinement` confines a CPU grade's worker exactly so (the
+red team's GPU variants grade with it)."""
 
 from __future__ import annotations
 
@@ -25,21 +26,23 @@ from staff.sandbox.uids import worker_uids
 ROOT, TA = 0, 1000
 
 
-def test_a_gpu_grade_not_run_as_root_is_refused_saying_what_is_open_and_what_to_do():
-    # Mistake caught: a refusal keyed on --no-landlock alone, which a GPU grade (Landlock skipped for CUDA,
-    # the setting left on) never trips; or one keyed on --gpu alone, which the red team's stand-in skips.
-    for settings in (Settings(gpu=True), Settings(gpu_confinement=True)):
-        why = exposure.refusal(settings, euid=TA, landlock_abi=7)
-        assert why is not None, f"{settings} as an ordinary user was not refused"
-        for said in ("your files", "no Landlock", "no mount namespace", "your other processes", "no PID namespace",
-                     "as root", "--allow-open-grader"):
+def test_a_gpu_grade_is_refused_exactly_where_a_cpu_grade_is_saying_what_is_open_and_what_to_do():
+    # Mistakes caught: a GPU grade refused for what it no longer lacks (each worker child sets Landlock,
+    # a PID namespace with its own /proc), or let through where its worker would run as the TA's own uid
+    # with no Landlock (a kernel without it, --no-landlock), which a CPU grade is refused for.
+    for settings in (Settings(gpu=True), Settings(gpu_confinement=True), Settings()):
+        assert exposure.refusal(settings, euid=TA, landlock_abi=7) is None, settings
+        why = exposure.refusal(settings, euid=TA, landlock_abi=0)
+        assert why is not None, f"{settings} as an ordinary user without Landlock was not refused"
+        for said in ("your files", "no Landlock", "this kernel has no Landlock", "no mount namespace", "as root",
+                     "--allow-open-grader"):
             assert said in why, f"the refusal does not say {said!r}: {why}"
 
 
 def test_the_worker_as_the_graders_own_uid_without_landlock_is_refused():
     # Mistake caught: a refusal that asks only whether the grader is root, missing a root grade whose worker
     # keeps root's uid (--no-separate-user), or a CPU grade with Landlock off or missing from the kernel.
-    assert exposure.refusal(Settings(gpu=True, separate_user=False), euid=ROOT, landlock_abi=7) is not None
+    assert exposure.refusal(Settings(gpu=True, separate_user=False), euid=ROOT, landlock_abi=0) is not None
     assert "--no-landlock" in exposure.refusal(Settings(landlock=False), euid=TA, landlock_abi=7)
     assert "no Landlock" in exposure.refusal(Settings(), euid=TA, landlock_abi=0)
     assert "no Landlock" in exposure.refusal(Settings(landlock=False, separate_user=False), euid=ROOT,
@@ -58,13 +61,12 @@ def test_a_confined_grade_and_a_knowing_one_run():
 def test_grade_and_staff_grade_refuse_before_anything_runs(tmp_path, capsys):
     # Mistake caught: the refusal written but not called, by grade() (the batch's and the library's way in)
     # or by `staff grade`, or called after the worker started (the scratch folder would have been made).
-    open_one = Settings(gpu_confinement=True, separate_user=False) if os.geteuid() == 0 else \
-        Settings(gpu_confinement=True)
+    open_one = Settings(landlock=False, separate_user=False) if os.geteuid() == 0 else Settings(landlock=False)
     before = set(Path("/tmp").glob("staff-grade-*"))
     with pytest.raises(exposure.OpenGrader, match="allow-open-grader"):
         grade(REPO_ROOT, open_one, progress=False)
     assert set(Path("/tmp").glob("staff-grade-*")) <= before, "a scratch folder was made before the refusal"
-    argv = ["grade", "--gpu-confinement", *(["--no-separate-user"] if os.geteuid() == 0 else []),
+    argv = ["grade", "--no-landlock", *(["--no-separate-user"] if os.geteuid() == 0 else []),
             "--out", str(tmp_path / "results.json")]
     assert main(argv) == 2
     said = capsys.readouterr().err
@@ -152,13 +154,13 @@ def test_folders_every_user_may_write_are_hidden_unless_the_worker_has_its_own(t
 
 
 @pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="needs root to become a throwaway uid")
-def test_staff_grade_run_by_an_ordinary_user_refuses_the_gpu_confinement(tmp_path):
+def test_staff_grade_run_by_an_ordinary_user_without_landlock_is_refused(tmp_path):
     # Mistake caught: a refusal decided from anything but the real process's privileges (a test's euid
-    # argument left in, a check that only root's grade reaches): a TA's own `staff grade --gpu` would run.
+    # argument left in, a check that only root's grade reaches): a TA's own grade without Landlock would run.
     uid = worker_uids().pick()
     assert uid is not None, "no uid free for the stand-in TA"
     try:
-            done = subprocess.run([sys.executable, "-m", "staff.cli", "grade", "--gpu-confinement", str(REPO_ROOT),
+        done = subprocess.run([sys.executable, "-m", "staff.cli", "grade", "--no-landlock", str(REPO_ROOT),
                                "--out", str(tmp_path / "results.json")], cwd=REPO_ROOT, capture_output=True,
                               text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
                                               "PYTHONDONTWRITEBYTECODE": "1"},

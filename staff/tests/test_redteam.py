@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from staff.gradescope import validate_results
-from staff.redteam.corpus import GPU_CONFINED, judge, load_cases
+from staff.redteam.corpus import GPU_CONFINED, judge, load_cases, variant_name
 from staff.release.leaks import squeeze
 from staff.sandbox.leftovers import leftovers, processes
 from staff.sandbox.uids import worker_uids
@@ -57,8 +57,7 @@ def test_each_case_gets_the_score_it_must_get(graded, name):
     check_case(graded, name)
 
 
-ORDINARY = ["-without-".join([name, "-and-".join(off)]) if off else name
-            for name, variants in ORDINARY_CASES.items() for off in variants]
+ORDINARY = [variant_name(name, off) for name, variants in ORDINARY_CASES.items() for off in variants]
 
 
 @pytest.mark.parametrize("name", ORDINARY)
@@ -122,17 +121,18 @@ def test_no_worker_changed_the_checkouts_trusted_files(graded):
 
 
 def test_the_gpu_confined_variants_are_confined_as_a_gpu_grade(graded):
-    # Mistake caught: a `cuda-blockers` variant graded under the CPU confinement (the setting not reaching
-    # the worker), which would hold by Landlock and show nothing of what a GPU grade's worker can reach.
+    # Mistake caught: a `gpu-confinement` variant graded under the CPU confinement (the setting not reaching
+    # the worker), which would show nothing of what a GPU grade's worker can reach: its Landlock is set by
+    # each child, its PID namespace has a /proc of its own, and each child narrows its filter.
     confined = [name for name, case in graded.cases.items() if GPU_CONFINED in case.off]
     if not confined:
         pytest.skip("STAFF_REDTEAM_CASES leaves out every case graded confined as a GPU grade")
     for name in confined:
         protections = graded.results(name)["extra_data"]["protections"]
-        off = {key for key, status in protections.items() if not status.startswith("on")}
-        assert {"file access", "pid namespace"} <= off, f"{name} kept Landlock or its PID namespace: {protections}"
-        assert protections.get("grader's files hidden", "").startswith("on"), \
-            f"{name}: nothing hid the checkout from a worker without Landlock: {protections}"
+        assert "set by each child" in protections.get("file access", ""), f"{name}: {protections}"
+        assert "each child stacks the CPU grade's filter" in protections.get("system calls", ""), protections
+        for kept in ("pid namespace", "own /proc", "grader's files hidden"):
+            assert protections.get(kept, "").startswith("on"), f"{name}: {kept} is not on: {protections}"
 
 
 def test_the_gradebook_shows_no_control_character(graded):
