@@ -14,19 +14,27 @@ import os
 from staff.sandbox.settings import Settings
 
 
-def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi: int | None = None) -> list[str]:
+def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi: int | None = None,
+                       no_free_uid: str | None = "") -> list[str]:
     """What of the grading user's the worker would reach, each with why; empty when nothing.
-    `euid` and `landlock_abi` default to this process's and the kernel's."""
+    `euid`, `landlock_abi` and `no_free_uid` (why this container has no uid for a worker; None where
+    it has one) default to this process's, the kernel's and the container's."""
     if settings.in_process:
         return []  # no worker: --in-process says itself that it is not safe
     euid = os.geteuid() if euid is None else euid
     if euid == 0 and settings.separate_user:
-        return []  # a uid of its own; as root a GPU grade also hides the checkout and the homes (confine.hide)
+        if no_free_uid == "":
+            from staff.sandbox.uids import worker_uids
+
+            no_free_uid = worker_uids().reason
+        if no_free_uid is None:
+            return []  # a uid of its own; as root a GPU grade also hides the checkout and the homes (confine.hide)
     if landlock_abi is None:
         from staff.sandbox.landlock_rules import landlock_abi as probe
 
         landlock_abi = probe()
-    who = "the grader is not root" if euid != 0 else "--no-separate-user"
+    who = "the grader is not root" if euid != 0 else "--no-separate-user" if not settings.separate_user else \
+        f"no uid is free for it: {no_free_uid}"
     why_landlock = "--no-landlock" if not settings.landlock else None if landlock_abi else "this kernel has no Landlock"
     opened = []
     if why_landlock is not None:
@@ -37,10 +45,11 @@ def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi
     return opened
 
 
-def refusal(settings: Settings, euid: int | None = None, landlock_abi: int | None = None) -> str | None:
+def refusal(settings: Settings, euid: int | None = None, landlock_abi: int | None = None,
+            no_free_uid: str | None = "") -> str | None:
     """Why this grade must not run, and what to do; None where it may (nothing is open, or the TA
-    allowed it with --allow-open-grader)."""
-    opened = open_to_the_worker(settings, euid, landlock_abi)
+    allowed it with --allow-open-grader). The arguments as `open_to_the_worker`'s."""
+    opened = open_to_the_worker(settings, euid, landlock_abi, no_free_uid)
     if not opened or settings.allow_open_grader:
         return None
     return ("refusing to run student code with the grading user's own things open to it: "

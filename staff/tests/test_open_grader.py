@@ -49,6 +49,16 @@ def test_the_worker_as_the_graders_own_uid_without_landlock_is_refused():
                                              landlock_abi=7)
 
 
+def test_root_with_no_uid_free_for_the_worker_is_judged_as_the_graders_own_uid():
+    # Mistake caught: a root grade let through because it asked for a separate user, where the container
+    # has no uid to give (a worker then runs as root, its files open to it but for Landlock).
+    no_uid = "the container maps no uid but root"
+    assert exposure.refusal(Settings(gpu=True), euid=ROOT, landlock_abi=7, no_free_uid=no_uid) is None
+    why = exposure.refusal(Settings(), euid=ROOT, landlock_abi=0, no_free_uid=no_uid)
+    assert why is not None and f"no uid is free for it: {no_uid}" in why, why
+    assert exposure.refusal(Settings(), euid=ROOT, landlock_abi=0, no_free_uid=None) is None
+
+
 def test_a_confined_grade_and_a_knowing_one_run():
     # Mistake caught: refusing what holds (a GPU grade as root, whose worker has a uid of its own and the
     # checkout hidden; an ordinary user's CPU grade under Landlock), or ignoring --allow-open-grader.
