@@ -14,6 +14,8 @@ details (the facts of the outcome, which extra_data holds beside it):
 - grader_error: "error", what the grader raised (its summary is for the staff);
 - cuda_unavailable: "error", what the driver said when the GPU grade's preflight could not start CUDA
   in the confined worker (staff/sandbox/cuda_preflight.py).
+- killed: "signal", the name of the signal that ended the grader's test process from outside (the
+  submission's code runs in the sandbox's worker, which cannot reach that process).
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ def _out_of_memory(details: Details) -> str:
             f"{now}) and regrade.")
 
 
+def _killed(details: Details) -> str:
+    return (f"This submission was not graded: the grader's test process was ended from outside by {details['signal']} "
+            "(by the machine, another program or a person; your code runs in a sandboxed process of its own, which "
+            "cannot reach it). This is not your fault, and no test was counted. Course staff: `staff grade --batch` "
+            "grades it again on its next run.")
+
+
 def _cuda_unavailable(details: Details) -> str:
     return ("The GPU part of this submission was not graded: the grading machine's GPU could not be started inside "
             "the grader's sandbox, before any test ran. This is not your fault, and no test was counted.\n\n"
@@ -85,6 +94,7 @@ class Outcome(enum.Enum):
     OUT_OF_MEMORY = "out_of_memory", _out_of_memory, None, True
     GRADER_ERROR = "grader_error", lambda details: f"the grader failed: {details['error']}", None, True
     CUDA_UNAVAILABLE = "cuda_unavailable", _cuda_unavailable, None, True
+    KILLED = "killed", _killed, None, True
 
     def summary(self, details: Details) -> str:
         """The text above the points table (for a grader failure, the staff-facing reason)."""

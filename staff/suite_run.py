@@ -122,10 +122,17 @@ def import_error(workspace: Path, timeout_s: float = default("import_timeout_s")
     return "\n".join(trace[-12:]).replace(str(workspace) + os.sep, "")
 
 
+# Signals that end a process only when sent to it: the test process runs trusted code, and a sandboxed
+# worker cannot signal it, so such an end came from outside the submission (a crash is SIGSEGV or SIGABRT).
+FROM_OUTSIDE = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+
 def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: bool, extra: list[str],
-              progress: bool = True) -> tuple[Report, str]:
+              progress: bool = True, sandboxed: bool = True) -> tuple[Report, str]:
     """Run `suites` in a child process from `workspace`; the report, every collected test with its
-    result, and the end of the run's log."""
+    result, and the end of the run's log. With `sandboxed` (student code runs in the sandbox's
+    worker, never in the test process), a test process ended by a signal from outside is the
+    grader's failure, graded again later, not the submission's."""
     report_path, log_path = workspace / REPORT, workspace / LOG
     # Plain asserts: the checks' messages say everything, and rewriting every test module costs seconds.
     # No tracebacks from pytest: the points plugin writes each failure's text itself, far more cheaply.
@@ -166,6 +173,9 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         report.outcome = Outcome.OUT_OF_MEMORY
         report.details = {"what": f"the test process was killed when the container's memory{size} ran out",
                           "memory_limit_bytes": limit}
+        return report, log_text
+    if sandboxed and not timed_out and child.returncode in [-s for s in FROM_OUTSIDE]:
+        report.outcome, report.details = Outcome.KILLED, {"signal": signal.Signals(-child.returncode).name}
         return report, log_text
     if "grader_out_of_memory" in report.notes:  # the sandbox plugin's note: a worker process, at import or a call
         report.outcome = Outcome.OUT_OF_MEMORY

@@ -102,6 +102,8 @@ def settings_off(off: tuple[str, ...]) -> dict[str, bool]:
     chosen: dict[str, bool] = {name: False for name in off if name != GPU_CONFINED}
     if GPU_CONFINED in off:
         chosen["gpu_confinement"] = True
+    if "namespaces" in off or "landlock" in off:
+        chosen["allow_open_grader"] = True  # graded as an ordinary user, such a grade is refused unless allowed
     return chosen
 
 

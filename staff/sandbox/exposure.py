@@ -2,23 +2,47 @@
 decided from the settings and this process's privileges before any student code runs.
 
 The worker is kept from what belongs to whoever grades by a user of its own (as root), and, where it
-runs as the grader's own uid, by Landlock (files, signals) and a PID namespace (processes); a GPU
-grade's worker has them too (each child sets its Landlock before student code, worker.confine_child).
-A grade without them is refused unless the TA allows it knowingly (`--allow-open-grader`).
+runs as the grader's own uid, by Landlock (files, signals) and a PID namespace (processes: current
+Ubuntu releases restrict the user namespaces an ordinary user needs for one, so a TA's laptop often has
+none); a GPU grade's worker has them too (each child sets its Landlock before student code,
+worker.confine_child). A grade without them is refused unless the TA allows it knowingly (`--allow-open-grader`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 
 from staff.sandbox.settings import Settings
 
 
+@functools.cache
+def no_pid_namespace() -> str | None:
+    """Why a worker started by this process would get no PID namespace (None where it would): a
+    forked child makes the namespaces as the worker's launcher does, and says how it went."""
+    from staff.sandbox import confine
+
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(reading)
+            os.write(writing, confine.new_namespaces()["pid"].encode()[:4000])
+        finally:
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading, "rb") as pipe:
+        status = pipe.read().decode(errors="replace")
+    os.waitpid(child, 0)
+    return None if status == confine.ON else status.removeprefix("off: ") or "the probe said nothing"
+
+
 def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi: int | None = None,
-                       no_free_uid: str | None = "") -> list[str]:
+                       no_free_uid: str | None = "", no_pid: str | None = "") -> list[str]:
     """What of the grading user's the worker would reach, each with why; empty when nothing.
-    `euid`, `landlock_abi` and `no_free_uid` (why this container has no uid for a worker; None where
-    it has one) default to this process's, the kernel's and the container's."""
+    `euid`, `landlock_abi`, `no_free_uid` (why this container has no uid for a worker; None where
+    it has one) and `no_pid` (why the worker would get no PID namespace; None where it would) default
+    to this process's, the kernel's and the container's."""
     if settings.in_process:
         return []  # no worker: --in-process says itself that it is not safe
     euid = os.geteuid() if euid is None else euid
@@ -37,6 +61,13 @@ def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi
         f"no uid is free for it: {no_free_uid}"
     why_landlock = "--no-landlock" if not settings.landlock else None if landlock_abi else "this kernel has no Landlock"
     opened = []
+    if no_pid == "":
+        no_pid = "--no-namespaces" if not settings.namespaces else no_pid_namespace()
+    if no_pid is not None:
+        opened.append(f"your other processes (the grader's, a batch neighbour's, your shell's): the worker runs as "
+                      f"your own uid ({who}) with no PID namespace ({no_pid}), so it sees them in /proc, reads "
+                      f"their environment and command lines, and signals them by pid where Landlock cannot scope "
+                      f"signals")
     if why_landlock is not None:
         opened.append(f"your files (the checkout with the reference solution, the hidden and trusted tests and "
                       f"their conftest files, your home folder and shell start-up files): the worker runs as your "
@@ -46,10 +77,10 @@ def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi
 
 
 def refusal(settings: Settings, euid: int | None = None, landlock_abi: int | None = None,
-            no_free_uid: str | None = "") -> str | None:
+            no_free_uid: str | None = "", no_pid: str | None = "") -> str | None:
     """Why this grade must not run, and what to do; None where it may (nothing is open, or the TA
     allowed it with --allow-open-grader). The arguments as `open_to_the_worker`'s."""
-    opened = open_to_the_worker(settings, euid, landlock_abi, no_free_uid)
+    opened = open_to_the_worker(settings, euid, landlock_abi, no_free_uid, no_pid)
     if not opened or settings.allow_open_grader:
         return None
     return ("refusing to run student code with the grading user's own things open to it: "

@@ -27,6 +27,7 @@ else:  # syscall_filter, a top-level module in the worker's code folder
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_SYSCALL_BIT = 0x40000000  # x32 numbers: refused whole, with every other architecture's
 _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
+_SOL_SOCKET, _SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 1, 7, 8, 32, 33  # the same on both machines
 _SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_TYPE_MASK = 1, 5, 0xF
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
@@ -84,7 +85,7 @@ def seccomp_program(machine: str, sockets: bool = True,
     """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
     architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
     with its errno; socket() with EAFNOSUPPORT, socketpair() but for AF_UNIX stream and seqpacket
-    pairs, clone() with a new namespace, TIOCSTI and file locks with EPERM; the allowed calls pass;
+    pairs, clone() with a new namespace, TIOCSTI, file locks and socket buffer sizes with EPERM; the allowed calls pass;
     any other number fails with ENOSYS. Without `sockets` (a GPU grade's worker, until each child
     has started CUDA: the driver connects to its daemons over unix sockets), socket() is allowed for
     AF_UNIX alone, and syscalls.GPU_ONLY, socketpair() of any type and fcntl's locks are allowed. The calls that change a process's limits
@@ -107,6 +108,10 @@ def seccomp_program(machine: str, sockets: bool = True,
         "clone": [_arg(0), (_JSET_K, 0, 1, _CLONE_NEW_ANY), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, allow)],
         "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX], deny),
         "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY], deny)
+        if sockets else [(_RET_K, 0, 0, allow)],
+        # jt=1 skips the allow below when the level is SOL_SOCKET, whose buffer sizes are then checked
+        "setsockopt": [_arg(1), (_JEQ_K, 1, 0, _SOL_SOCKET), (_RET_K, 0, 0, allow),
+                       *_refuse_values(2, [_SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE], deny)]
         if sockets else [(_RET_K, 0, 0, allow)],
         "prlimit64": _only({0: 0}, deny),
         "sched_setaffinity": _only({0: 0}, deny),

@@ -31,8 +31,8 @@ def test_a_gpu_grade_is_refused_exactly_where_a_cpu_grade_is_saying_what_is_open
     # a PID namespace with its own /proc), or let through where its worker would run as the TA's own uid
     # with no Landlock (a kernel without it, --no-landlock), which a CPU grade is refused for.
     for settings in (Settings(gpu=True), Settings(gpu_confinement=True), Settings()):
-        assert exposure.refusal(settings, euid=TA, landlock_abi=7) is None, settings
-        why = exposure.refusal(settings, euid=TA, landlock_abi=0)
+        assert exposure.refusal(settings, euid=TA, landlock_abi=7, no_pid=None) is None, settings
+        why = exposure.refusal(settings, euid=TA, landlock_abi=0, no_pid=None)
         assert why is not None, f"{settings} as an ordinary user without Landlock was not refused"
         for said in ("your files", "no Landlock", "this kernel has no Landlock", "no mount namespace", "as root",
                      "--allow-open-grader"):
@@ -49,12 +49,26 @@ def test_the_worker_as_the_graders_own_uid_without_landlock_is_refused():
                                              landlock_abi=7)
 
 
+def test_an_ordinary_users_grade_without_a_pid_namespace_is_refused_saying_why():
+    # Mistake caught: a grade let through on Landlock alone where the worker, as the TA's own uid outside
+    # a PID namespace, sees the TA's processes, reads their environment and signals them (a laptop whose
+    # distribution restricts user namespaces, or --no-namespaces); or one refused where a uid of its own
+    # or the namespace keeps them apart.
+    restricted = "no user namespace: EPERM (Operation not permitted)"
+    why = exposure.refusal(Settings(), euid=TA, landlock_abi=7, no_pid=restricted)
+    assert why is not None and "your other processes" in why and restricted in why and "--allow-open-grader" in why
+    assert "--no-namespaces" in exposure.refusal(Settings(namespaces=False), euid=TA, landlock_abi=7)
+    assert exposure.refusal(Settings(allow_open_grader=True), euid=TA, landlock_abi=7, no_pid=restricted) is None
+    assert exposure.refusal(Settings(), euid=ROOT, landlock_abi=7, no_free_uid=None, no_pid=restricted) is None
+    assert exposure.refusal(Settings(), euid=TA, landlock_abi=7, no_pid=None) is None
+
+
 def test_root_with_no_uid_free_for_the_worker_is_judged_as_the_graders_own_uid():
     # Mistake caught: a root grade let through because it asked for a separate user, where the container
     # has no uid to give (a worker then runs as root, its files open to it but for Landlock).
     no_uid = "the container maps no uid but root"
-    assert exposure.refusal(Settings(gpu=True), euid=ROOT, landlock_abi=7, no_free_uid=no_uid) is None
-    why = exposure.refusal(Settings(), euid=ROOT, landlock_abi=0, no_free_uid=no_uid)
+    assert exposure.refusal(Settings(gpu=True), euid=ROOT, landlock_abi=7, no_free_uid=no_uid, no_pid=None) is None
+    why = exposure.refusal(Settings(), euid=ROOT, landlock_abi=0, no_free_uid=no_uid, no_pid=None)
     assert why is not None and f"no uid is free for it: {no_uid}" in why, why
     assert exposure.refusal(Settings(), euid=ROOT, landlock_abi=0, no_free_uid=None) is None
 
@@ -62,8 +76,8 @@ def test_root_with_no_uid_free_for_the_worker_is_judged_as_the_graders_own_uid()
 def test_a_confined_grade_and_a_knowing_one_run():
     # Mistake caught: refusing what holds (a GPU grade as root, whose worker has a uid of its own and the
     # checkout hidden; an ordinary user's CPU grade under Landlock), or ignoring --allow-open-grader.
-    assert exposure.refusal(Settings(gpu=True), euid=ROOT, landlock_abi=0) is None
-    assert exposure.refusal(Settings(), euid=TA, landlock_abi=7) is None
+    assert exposure.refusal(Settings(gpu=True), euid=ROOT, landlock_abi=0, no_free_uid=None) is None
+    assert exposure.refusal(Settings(), euid=TA, landlock_abi=7, no_pid=None) is None
     assert exposure.refusal(Settings(gpu=True, allow_open_grader=True), euid=TA, landlock_abi=7) is None
     assert exposure.refusal(Settings(in_process=True), euid=TA, landlock_abi=0) is None  # no worker at all
 

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
+import sys
+import threading
+import time
 from pathlib import Path
 
-from staff import samples
+import pytest
+
+from staff import samples, suite_run
 from staff.batch import RESULTS, Submission, grade_batch, grade_one
 from staff.batch_report import write_gradebook
 from staff.cli import main
@@ -39,7 +46,8 @@ def test_the_student_text_of_each_outcome_is_word_for_word_what_it_was():
     assert Outcome.PROCESS_ENDED.never_ran({"exit_code": -9}) == \
         "FAILED: this test never finished: the test process ended (exit code -9) stopped the run."
     assert Outcome.GRADED.summary({}) == ""
-    assert [o.value for o in Outcome if o.grader_failure] == ["out_of_memory", "grader_error", "cuda_unavailable"]
+    assert [o.value for o in Outcome if o.grader_failure] == ["out_of_memory", "grader_error", "cuda_unavailable",
+                                                             "killed"]
 
 
 def test_results_json_holds_the_outcome_and_each_tests_problem_part_and_reason():
@@ -148,3 +156,39 @@ def test_staff_grade_prints_public_and_hidden_points_per_problem(tmp_path, monke
     assert seven.split()[-7:] == ["1", "/", "1", "-", "1", "/", "1"]
     assert total.split() == ["total", "3", "/", "3", "0", "/", "3", "3", "/", "6"]
     assert json.loads((tmp_path / "results.json").read_text())["output"].count("hidden tests add 91") == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the sandbox's worker")
+def test_a_test_process_killed_from_outside_is_the_graders_failure_and_graded_again(tmp_path):
+    # Without a PID namespace a batch neighbour's worker (or a TA, or the machine) could end another
+    # grade's test process; that grade read "the test process ended (exit code -9)", every unfinished
+    # test failed, and a rerun kept it. Mistakes caught: such an end counted against the submission, or
+    # any end of the test process (a crash inside it, which a submission might provoke to escape its
+    # grade) excused.
+    package = samples.reference(tmp_path / "s")
+    signature = "def bytes_per_parameter(optimizer: str, precision: str) -> int:\n"
+    samples.replace_in(package / "dtype_memory.py", signature, f"{signature}    import time\n    time.sleep(60)\n")
+    seen = []
+
+    def kill_while_running() -> None:  # once the run has had time to reach the call that sleeps
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not seen:
+            with suite_run._running_lock:
+                running = list(suite_run._running)
+            if running:
+                time.sleep(10)
+                seen.append(running[0].pid)
+                os.killpg(running[0].pid, signal.SIGKILL)
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_while_running)
+    killer.start()
+    try:
+        result = grade(tmp_path / "s", Settings(hidden=False, problems={1}, test_timeout_s=90.0), progress=False)
+    finally:
+        killer.join()
+    assert seen, "the test process was never seen running"
+    assert result.outcome is Outcome.KILLED and result.details == {"signal": "SIGKILL"}, (result.outcome, result.details)
+    assert Outcome.KILLED.grader_failure and "not your fault" in result.output and "ended from outside" in result.output
+    document = results_json(result)
+    assert validate_results(document) == [] and document["extra_data"]["outcome"] == "killed"
