@@ -9,6 +9,7 @@ its exit status to OUT/slurm/exit/JOB_K: a task that left the queue without one 
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,9 @@ REPLACEABLE = {"-c": "--cpus-per-task", "--cpus-per-task": "--cpus-per-task", "-
 
 class ScriptError(ValueError):
     """Extra sbatch options that cannot go into the script; the message says which and why."""
+
+
+INTERPRETER_MISSING = 3  # a task's exit status where its node cannot run the environment's interpreter
 
 
 @dataclass(frozen=True)
@@ -113,8 +117,17 @@ def array_script(job: ArrayJob, written: str = "") -> str:
         f"threads=$(( ${{SLURM_CPUS_PER_TASK:-{cpus}}} / {jobs} ))  # torch threads per submission graded at once",
         "[ \"$threads\" -ge 1 ] || threads=1",
         "status=0",
-        f"{shlex.join(command)} --shard \"$SLURM_ARRAY_TASK_ID/{job.shards}\" -j {jobs} \\",
-        f"  --threads \"$threads\"{''.join(' ' + q(option) for option in job.grade_options)} || status=$?",
+        # The environment's interpreter is often a link to one outside the shared folders (uv's, the
+        # system's): a node without it would fail every call; this says so once, and no grade is made.
+        f"if ! {q(job.python)} -c 'import torch, pytest' >/dev/null 2>&1; then",
+        f"  echo \"staff: node $(hostname) cannot run\" {q(job.python)} \"with torch and pytest (on the login node "
+        f"it is\" {q(os.path.realpath(job.python))}\"); put an interpreter on a folder every node sees, as the "
+        f"README's cluster part says\" >&2",
+        f"  status={INTERPRETER_MISSING}",
+        "else",
+        f"  {shlex.join(command)} --shard \"$SLURM_ARRAY_TASK_ID/{job.shards}\" -j {jobs} \\",
+        f"    --threads \"$threads\"{''.join(' ' + q(option) for option in job.grade_options)} || status=$?",
+        "fi",
         f"mkdir -p {q(status)}",
         f"echo \"$status\" > {q(status)}/\"${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}\"",
         "exit \"$status\"",

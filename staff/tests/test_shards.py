@@ -89,6 +89,23 @@ def test_dry_run_prints_a_script_bash_accepts_and_submits_nothing(tmp_path, caps
     assert checked.returncode == 0, checked.stderr
 
 
+def test_a_task_on_a_node_without_the_interpreter_says_so_and_grades_nothing(tmp_path):
+    # The tasks run the environment's interpreter, often a link to one outside the shared folders (uv's,
+    # the system's). Mistake caught: a task that runs on where its node lacks it, failing every call as
+    # "could not be loaded" or dying with a bare "No such file", its exit file saying nothing.
+    from pathlib import Path
+
+    from staff.cluster.script import INTERPRETER_MISSING, ArrayJob, array_script
+
+    job = ArrayJob(tmp_path / "batch", tmp_path / "out", 2, Path.cwd(), str(tmp_path / "gone" / "python"))
+    done = subprocess.run(["bash", "-c", array_script(job)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_JOB_ID": "7"})
+    assert done.returncode == INTERPRETER_MISSING, done.stderr
+    assert "cannot run" in done.stderr and str(tmp_path / "gone" / "python") in done.stderr
+    assert (tmp_path / "out" / "slurm" / "exit" / "7_1").read_text().strip() == str(INTERPRETER_MISSING)
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
 def test_options_that_need_slurm_or_a_batch_are_refused(tmp_path, capsys):
     (tmp_path / "dir").mkdir()
     assert main(["grade", "--batch", str(tmp_path / "dir"), "--shards", "2"]) == 2
