@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from tests.failure_output import shown
+from tests.failure_output import SEE_LINE, shown
 
 # The first check of a test of rejections: a function that raises for every input would pass the rest.
 VALID_FIRST = "a valid input first (raising for every input is not rejecting the bad ones)"
@@ -21,7 +21,7 @@ VALID_FIRST = "a valid input first (raising for every input is not rejecting the
 def explain(what: str, *, inputs: Any, expected: Any, got: Any, see: str) -> str:
     """A failure message: one line per fact; `expected` and `got` as repr shows them, bounded in size
     and time (`shown`)."""
-    return f"{what}\n  input:    {inputs}\n  expected: {shown(expected)}\n  got:      {shown(got)}\n  see:      {see}"
+    return f"{what}\n  input:    {inputs}\n  expected: {shown(expected)}\n  got:      {shown(got)}{SEE_LINE}{see}"
 
 
 def check_equal(got: Any, expected: Any, *, what: str, inputs: Any, see: str) -> None:

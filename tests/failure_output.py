@@ -99,11 +99,16 @@ def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
 _EXPECTED_LINE = re.compile(r"^([ \t]*expected:).*$", re.MULTILINE)  # linear: no class that spans lines
 
 
-def failure_text(error: BaseException, test: GradedTest, roots: list[Path]) -> str:
+SEE_LINE = "\n  see:      "  # how a check's message (tests/checks.py's `explain`) names its section
+
+
+def failure_text(error: BaseException, test: GradedTest, roots: list[Path], handout: str = "") -> str:
     """What a failed test says: for a public test, the lines of the test files it failed in; then the
     exception's type and message (for a check, the input, expected, got and section) and any note on
-    it (the traceback of the student's own code, from the worker). A hidden test never shows its
-    source, and one whose visibility is "hidden" keeps its expected values to itself too."""
+    it (the traceback of the student's own code, from the worker). A failure that names no section
+    (an error raised in the student's code or by PyTorch from it, an exception expected and not
+    raised) ends with the problem's `handout` page. A hidden test never shows its source, and one
+    whose visibility is "hidden" keeps its expected values to itself too."""
     text = ""
     if not test.hidden:
         frames = [f for f in traceback.extract_tb(error.__traceback__)
@@ -113,4 +118,6 @@ def failure_text(error: BaseException, test: GradedTest, roots: list[Path]) -> s
     text = text[:2 * MAX_OUTPUT_CHARS]  # the output keeps less; the rest costs nothing below
     if test.visibility == "hidden":
         text = _EXPECTED_LINE.sub(r"\1 (not shown for this test)", text)
+    if handout and SEE_LINE not in text:
+        text += f"{SEE_LINE}{handout} (Problem {test.problem}, the problem this test checks)"
     return text

@@ -172,7 +172,7 @@ class PointsPlugin:
             report.user_properties.append((GRADED_PROPERTY, {k: getattr(test, k) for k in RECORD_FIELDS}))
         if test is not None and call.excinfo is not None and report.failed:
             roots = [self.public_root] if self.hidden_root is None else [self.public_root, self.hidden_root]
-            self.failures[item.nodeid] = failure_text(call.excinfo.value, test, roots)
+            self.failures[item.nodeid] = failure_text(call.excinfo.value, test, roots, PROBLEMS[test.problem].handout)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

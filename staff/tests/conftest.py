@@ -148,7 +148,7 @@ def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -
 # without the namespaces too (as under Docker), whose survivors only the keeper can end.
 ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], "forge-grading-report": [()],
                   "daemons-that-outlive-the-grade": [()], "survive-the-deadline": [(), ("namespaces",)],
-                  "reach-the-tas-session": [()]}
+                  "reach-the-tas-session": [()], "grow-socket-buffers": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 
