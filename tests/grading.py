@@ -243,7 +243,12 @@ def format_table(tests: list[GradedTest], hidden_shown: bool = False) -> list[st
         if failed:
             lines.append(f"{'':<44}see {problem.handout}")
     lines.append(f"{'total':<{TITLE_WIDTH}}{_points(shown):>15}")
-    if not any(t.hidden for t in shown):
+    graded_hidden = [t for t in tests if t.hidden]
+    if graded_hidden and not hidden_shown:  # on Gradescope before the staff show the hidden tests
+        lines.append(f"(public tests only. The hidden tests, {sum(t.possible for t in graded_hidden):g} points, were "
+                     f"graded too: they, and your total score over both, appear on this page when the staff show "
+                     f"them)")
+    elif not graded_hidden:
         hidden = sum(p.hidden_points for p in PROBLEMS.values())
         lines.append(f"(public tests only; the staff's hidden tests add {hidden} points when they grade)")
     return lines

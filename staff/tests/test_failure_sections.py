@@ -25,3 +25,22 @@ def test_an_error_from_the_students_code_names_its_problems_page_and_a_check_kee
         assert output.rstrip().endswith("see:      handout/02_strides.md (Problem 2, the problem this test checks)"), \
             output[-400:]
     assert all(output.count(SEE_LINE) <= 1 for output in failed.values()), "a failure names two sections"
+
+
+def test_the_table_above_a_gradescope_grade_says_the_hidden_tests_were_graded_and_when_they_show():
+    # On Gradescope the top of the output showed the public table (104/192) and "the staff's hidden tests
+    # add 107 points when they grade", while the hidden tests had been graded and, once shown, the score
+    # read 159/299. Mistakes caught: a note that says the hidden tests are still to come, or that shows
+    # their points before the staff show them; and the plain public run losing its own note.
+    from tests.grading import PASSED, GradedTest, format_table
+
+    def test(name: str, points: float, hidden: bool) -> GradedTest:
+        return GradedTest(nodeid=f"x::{name}", name=name, number="1.1", problem=1, points=points, needs_cuda=False,
+                          hidden=hidden, status=PASSED)
+
+    tests = [test("public", 3, False), test("hidden_a", 2, True), test("hidden_b", 1, True)]
+    before = "\n".join(format_table(tests, hidden_shown=False))
+    assert "3 / 3" in before and "were graded too" in before and "3 points" in before and "6 / 6" not in before
+    assert "when they grade" not in before
+    assert "6 / 6" in "\n".join(format_table(tests, hidden_shown=True))
+    assert "when they grade" in "\n".join(format_table(tests[:1]))
