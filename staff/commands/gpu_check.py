@@ -10,7 +10,7 @@ from staff.commands.needs_gpu import no_gpu
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.gpu_check import main_check
+    from staff.gpu.check import main_check
     from staff.grade import REPO_ROOT
 
     if not args.dry_run and no_gpu("gpu-check", "; run it first on the GPU machine (an H100 or H200), or try "
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(commands) -> None:
-    from staff.gpu_check import BUDGET_S, REPORT_NAME
+    from staff.gpu.check import BUDGET_S, REPORT_NAME
 
     check = commands.add_parser(
         "gpu-check",

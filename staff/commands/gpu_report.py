@@ -9,7 +9,7 @@ from staff.commands.needs_gpu import no_gpu
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.gpu_report import main_report
+    from staff.gpu.report import main_report
     from staff.grade import REPO_ROOT
 
     if args.device.startswith("cuda") and no_gpu("gpu-report", "; run it on the GPU machine, or pass --device "
@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(commands) -> None:
-    from staff.gpu_report import DTYPES, SIZES
+    from staff.gpu.report import DTYPES, SIZES
 
     report = commands.add_parser(
         "gpu-report",

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from staff.cli import main
-from staff.gpu_check import (
+from staff.gpu.check import (
     SECTIONS,
     CudaTestOutcome,
     SandboxedGrade,
@@ -22,7 +22,7 @@ from staff.gpu_check import (
     margin,
     read_junit,
 )
-from staff.gpu_check_dry_run import plumbing_problems
+from staff.gpu.dry_run import plumbing_problems
 from staff.grade import REPO_ROOT
 from staff.outcomes import Outcome
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from staff.gpu_report import KERNEL_OVER_OVERHEAD, verdict
+from staff.gpu.report import KERNEL_OVER_OVERHEAD, verdict
 
 PEAK = 989.5e12  # H100 SXM, bf16 dense
 ACHIEVED = 800e12  # a large bf16 product on that device, as published

@@ -50,7 +50,7 @@ def test_gpu_reports_scratch_goes_whatever_the_submission_left_in_it(tmp_path, m
     # submission's working directory: a tree 1,200 folders deep made at import raised RecursionError
     # out of the report and left the folder on disk.
     from staff import samples
-    from staff.gpu_report import run_report
+    from staff.gpu.report import run_report
     from staff.sandbox.removal import remove_tree
 
     temporary = tmp_path / "tmp"

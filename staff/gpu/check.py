@@ -2,7 +2,7 @@
 
 Its steps, each a part of the report whatever the others did, in the order that puts what decides a
 grade first (a step not started within the budget, 8 minutes by default, says so):
-1. each protection of a GPU grade's worker tried alone with CUDA (staff/gpu_protections.py), and the
+1. each protection of a GPU grade's worker tried alone with CUDA (staff/gpu/protections.py), and the
    forms a GPU grade does not use, whose failure shows why it uses the form it does;
 2. `staff grade --gpu` on the reference, behind the sandbox: its CUDA preflight (a confined worker
    child starting CUDA before any test), its outcome and score, and which protections were off;
@@ -16,7 +16,7 @@ grade first (a step not started within the budget, 8 minutes by default, says so
 
 The report (OUT/gpu-check.md) starts with the device, its driver, torch and CUDA, and is written
 again after each step, so a run cut short leaves what it did. `--dry-run` walks the same steps
-without a GPU, with a stand-in for each step's device work (staff/gpu_check_dry_run.py).
+without a GPU, with a stand-in for each step's device work (staff/gpu/dry_run.py).
 """
 
 from __future__ import annotations
@@ -219,13 +219,13 @@ def run_redteam(repo: Path, scratch: Path) -> tuple[list[CudaTestOutcome], str]:
 
 
 def run_protections(repo: Path, scratch: Path, stand_in: bool = False) -> list | str:
-    """staff/gpu_protections.py in a process of its own (one that has not started CUDA, so that it can
+    """staff/gpu/protections.py in a process of its own (one that has not started CUDA, so that it can
     fork children that start it); its results, or why there are none."""
-    from staff.gpu_protections import PROBE_TIMEOUT_S, PROBES, load
+    from staff.gpu.protections import PROBE_TIMEOUT_S, PROBES, load
 
     out = scratch / "protections.json"
     try:
-        done = subprocess.run([sys.executable, "-m", "staff.gpu_protections", str(out),
+        done = subprocess.run([sys.executable, "-m", "staff.gpu.protections", str(out),
                                *(["--stand-in"] if stand_in else [])], cwd=repo, stdin=subprocess.DEVNULL,
                               env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True,
                               errors="replace", timeout=PROBE_TIMEOUT_S * (len(PROBES) + 1))
@@ -237,7 +237,7 @@ def run_protections(repo: Path, scratch: Path, stand_in: bool = False) -> list |
 def run_gpu_report(out: Path, repo: Path, device: str = "cuda") -> list[str]:
     """`staff gpu-report` on the reference, into OUT/gpu-report/; its lines of text. On the CPU (the
     dry run) the same code measures one small float32 size."""
-    from staff.gpu_report import DTYPES, SIZES, format_report, run_report
+    from staff.gpu.report import DTYPES, SIZES, format_report, run_report
 
     sizes, dtypes, warmup, repeats = (list(SIZES), list(DTYPES), 5, 20) if device == "cuda" else \
         ([32], ["float32"], 1, 2)
@@ -297,7 +297,7 @@ def build_markdown(facts: dict[str, str], tests: list[CudaTestOutcome] | str, va
     """The report. Each of `protections`, `graded`, `tests`, `redteam`, `variants` and `report` is the
     step's result, or a string saying why the step has none. A dry run's report says so at its top and
     where a figure would be."""
-    from staff.gpu_protections import markdown as protections_markdown
+    from staff.gpu.protections import markdown as protections_markdown
 
     lines = [f"# `staff gpu-check` on {facts.get('device', '?')}", "", f"Run {when}.", ""]
     if dry_run:
@@ -372,7 +372,7 @@ def _pytest_rows(ran: tuple[list[CudaTestOutcome], str] | str) -> list[CudaTestO
 def main_check(args: argparse.Namespace, repo: Path) -> int:
     """`staff gpu-check` once a GPU is known to be there (or with --dry-run, without one): 0 when every
     step is clean (a dry run: when every step's plumbing worked), 1 otherwise."""
-    from staff import gpu_check_dry_run as stand_in
+    from staff.gpu import dry_run as stand_in
 
     out: Path = args.out
     dry = bool(getattr(args, "dry_run", False))

@@ -208,7 +208,7 @@ def run_report(submission: Path | None, device: str, sizes: list[int], dtypes: l
         request = {"device": device, "sizes": sizes, "dtypes": dtypes, "warmup": warmup, "repeats": repeats,
                    "token_file": str(scratch / "tokens.bin"), "answer": str(scratch / "report.json")}
         env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
-        done = subprocess.run([sys.executable, "-m", "staff.gpu_report", json.dumps(request)], cwd=scratch, env=env,
+        done = subprocess.run([sys.executable, "-m", "staff.gpu.report", json.dumps(request)], cwd=scratch, env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
         if done.returncode != 0 or not (scratch / "report.json").exists():
             raise ReportError(f"measuring failed (exit {done.returncode}):\n{done.stderr[-3000:]}")

@@ -1,7 +1,7 @@
 """Each protection of a GPU grade's worker tried alone with CUDA: which ones the driver starts under,
 and, where it does not, the form of the protection that explains why.
 
-Run as its own process (`python -m staff.gpu_protections OUT.json`): it imports torch without starting
+Run as its own process (`python -m staff.gpu.protections OUT.json`): it imports torch without starting
 CUDA, then forks one child per probe, which applies its protections (the sandbox's own functions, as
 the worker does), starts CUDA with the preflight's matmul, applies what the worker applies only once
 CUDA has started, and uses CUDA as the `cuda` tests do (pinned memory copied without blocking, CUDA
@@ -258,12 +258,12 @@ def _cell(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from staff.sandbox import cuda_preflight
 
-    parser = argparse.ArgumentParser(prog="python -m staff.gpu_protections", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m staff.gpu.protections", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="where to write the results, as JSON")
     parser.add_argument("--stand-in", action="store_true", help="the CPU stands for the device (no GPU needed)")
     args = parser.parse_args(argv)
     mode = cuda_preflight.STAND_IN_STARTS if args.stand_in else cuda_preflight.DEVICE
-    results = run_all(mode, Path(__file__).resolve().parent.parent)
+    results = run_all(mode, Path(__file__).resolve().parents[2])
     args.out.write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n", encoding="utf-8")
     return 0 if all(r.holds for r in results) else 1
 
