@@ -33,7 +33,8 @@ def register(commands) -> None:
         f"reference, and write OUT/{REPORT_NAME} (device, driver, torch, then one section per step) for the "
         "README's GPU part, again after each step. Exits 0 when every protection a GPU grade uses let CUDA start, "
         "the sandboxed grade started CUDA and earned every point, every cuda test and red-team test passed, and "
-        "every implementation behaved as it must (a step left out by an option is not judged), 1 otherwise; without a CUDA GPU it stops at once with "
+        "every implementation behaved as it must (a step left out by an option is not judged), 1 otherwise; "
+        "without a CUDA GPU it stops at once with "
         "exit 2 and writes nothing (but see --dry-run).",
     )
     check.add_argument("--out", type=Path, default=Path("gpu-check"),

@@ -401,7 +401,8 @@ def main_check(args: argparse.Namespace, repo: Path) -> int:
         failed = None if dry or (isinstance(done["graded"], SandboxedGrade) and done["graded"].ok) else \
             "not run: the reference's sandboxed GPU grade did not earn every point (above), so every " \
             "implementation's grade would say the same"
-        steps.run("variants", "staff validate --gpu", lambda: stand_in.validate_rows() if dry else run_validate(args.jobs),
+        steps.run("variants", "staff validate --gpu",
+                  lambda: stand_in.validate_rows() if dry else run_validate(args.jobs),
                   "not run (--no-validate)" if args.no_validate else failed)
         steps.run("redteam", "the red team, confined as a GPU grade",
                   lambda: stand_in.redteam_rows() if dry else _pytest_rows(run_redteam(repo, scratch)),

@@ -134,8 +134,8 @@ def _apply(protection: str, scratch: str, repo: str) -> str:
         devices = ["/dev/null", "/dev/full", *cuda_files.existing(cuda_files.DEVICE)]
         if protection == "Landlock, reading all":
             read_only = ["/"]
-        return landlock_rules.landlock(read_only, [scratch], devices, own_proc=protection != "Landlock, /proc read-only")[
-            "files"]
+        own_proc = protection != "Landlock, /proc read-only"
+        return landlock_rules.landlock(read_only, [scratch], devices, own_proc=own_proc)["files"]
     if protection in ("CPU filter", "GPU filter"):
         return syscall_filter.deny_syscalls(sockets=protection == "CPU filter", namespace_init=os.getpid() == 1)
     raise ValueError(f"unknown protection {protection!r}")

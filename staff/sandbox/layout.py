@@ -21,7 +21,6 @@ environment, and nothing of the grader's.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import shutil

@@ -85,12 +85,13 @@ def seccomp_program(machine: str, sockets: bool = True,
     """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
     architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
     with its errno; socket() with EAFNOSUPPORT, socketpair() but for AF_UNIX stream and seqpacket
-    pairs, clone() with a new namespace, TIOCSTI, file locks and socket buffer sizes with EPERM; the allowed calls pass;
-    any other number fails with ENOSYS. Without `sockets` (a GPU grade's worker, until each child
-    has started CUDA: the driver connects to its daemons over unix sockets), socket() is allowed for
-    AF_UNIX alone, and syscalls.GPU_ONLY, socketpair() of any type and fcntl's locks are allowed. The calls that change a process's limits
-    or scheduling act on pid 0 (the caller) only, and kill(-1) is refused unless `namespace_init` (the
-    worker is its PID namespace's init, where -1 means every process of the namespace)."""
+    pairs, clone() with a new namespace, TIOCSTI, file locks and socket buffer sizes with EPERM; the
+    allowed calls pass; any other number fails with ENOSYS. Without `sockets` (a GPU grade's worker,
+    until each child has started CUDA: the driver connects to its daemons over unix sockets), socket()
+    is allowed for AF_UNIX alone, and syscalls.GPU_ONLY, socketpair() of any type, fcntl's locks and
+    any socket option are allowed. The calls that change a process's limits or scheduling act on pid 0
+    (the caller) only, and kill(-1) is refused unless `namespace_init` (the worker is its PID
+    namespace's init, where -1 means every process of the namespace)."""
     deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
     have = syscalls.numbers(machine)
     program = [(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch

@@ -48,7 +48,7 @@ class WorkerConfig:
     seccomp: bool = True
     tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
     limits: Limits = field(default_factory=Limits)
-    cuda: bool = False  # confined as a GPU grade's: each child sets Landlock and narrows its filter (worker.confine_child)
+    cuda: bool = False  # confined as a GPU grade's: each child sets Landlock, narrows its filter (worker.confine_child)
     cuda_start: str = ""  # a cuda_preflight mode each child starts CUDA with before student code; "" for none
     hide: list[str] = field(default_factory=list)  # as root, covered in the worker's mount namespace (confine.hide)
     memory_group: str | None = None  # the worker's own memory cgroup folder (staff.sandbox.memory_group)

@@ -188,7 +188,7 @@ def test_a_test_process_killed_from_outside_is_the_graders_failure_and_graded_ag
     finally:
         killer.join()
     assert seen, "the test process was never seen running"
-    assert result.outcome is Outcome.KILLED and result.details == {"signal": "SIGKILL"}, (result.outcome, result.details)
+    assert (result.outcome, result.details) == (Outcome.KILLED, {"signal": "SIGKILL"})
     assert Outcome.KILLED.grader_failure and "not your fault" in result.output and "ended from outside" in result.output
     document = results_json(result)
     assert validate_results(document) == [] and document["extra_data"]["outcome"] == "killed"

@@ -21,7 +21,7 @@ from adapters._text import shown_text
 from staff import samples
 from staff.batch import Submission, grade_one
 from staff.batch_report import write_gradebook
-from staff.sandbox import confine, plugin_settings, syscall_filter, syscalls
+from staff.sandbox import plugin_settings, syscall_filter, syscalls
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import Settings
 from staff.scrub import scrub
