@@ -74,7 +74,7 @@ def cuda_available() -> bool:
 class GradedTest:
     nodeid: str
     name: str
-    number: str  # "problem.index", e.g. "3.2"
+    number: str  # "P<problem>-<index>", e.g. "P3-2": not "3.2", which reads as a handout section
     problem: int
     points: float
     needs_cuda: bool
@@ -147,7 +147,7 @@ class PointsPlugin:
             self.tests[item.nodeid] = GradedTest(
                 nodeid=item.nodeid,
                 name=item.nodeid.split("::", 1)[-1],
-                number=f"{number}.{problems_seen[number]}",
+                number=f"P{number}-{problems_seen[number]}",
                 problem=number,
                 points=float(points.args[0]),
                 needs_cuda=item.get_closest_marker("cuda") is not None,

@@ -37,7 +37,7 @@ def test_reference_scores_every_point_of_every_cpu_test(graded, reference_tests)
     hidden = [t for t in results["tests"] if "hidden" in t["tags"]]
     assert hidden and all(t["visibility"] == "after_due_date" for t in hidden)
     assert all(t["visibility"] == "visible" for t in results["tests"] if "public" in t["tags"])
-    assert all(f"problem {t['number'].split('.')[0]}" in t["tags"] for t in results["tests"])
+    assert all(f"problem {t['number'][1:].split('-')[0]}" in t["tags"] for t in results["tests"])
 
 
 @pytest.mark.timeout(BATCH_TIMEOUT_S)
@@ -47,7 +47,7 @@ def test_stubs_score_zero_with_every_test_failing_on_its_stub(graded, reference_
     assert len(results["tests"]) == sum(not t.needs_cuda for t in reference_tests)
     for test in results["tests"]:
         assert test["status"] == "failed" and "NotImplementedError" in test["output"], test
-    assert {int(t["number"].split(".")[0]) for t in results["tests"]} == set(PROBLEMS)
+    assert {int(t["number"][1:].split("-")[0]) for t in results["tests"]} == set(PROBLEMS)
 
 
 @pytest.mark.timeout(BATCH_TIMEOUT_S)
