@@ -147,14 +147,15 @@ def check_sections(repo: Path, points: Totals) -> list[Finding]:
 def check_stated(repo: Path, points: Totals) -> list[Finding]:
     """Every fact the tree restates (staff/stated.py: headings, points sentences, Tests-table points and
     Totals, the hidden tests' paragraphs, the summary's rows and totals, PROBLEMS' hidden points, the
-    README's Gradescope totals) reads what the tests and PROBLEMS give. `staff check --fix` rewrites them."""
+    staff pages' totals: docs/grading.md, docs/gpu.md, docs/gradescope.md) reads what the tests and PROBLEMS
+    give. `staff check --fix` rewrites them."""
     if not points.tests:
         return []  # the suites did not collect: `staff check` says so, and no total can be derived
     found = []
     for fact in all_facts(repo, points.tests):
         text = _read(repo, fact.path)
         if text is None:
-            continue  # check_declarations names a missing page; the summary and README are always there
+            continue  # check_declarations names a missing page; the summary and the staff pages are always there
         if not fact.holds(text):
             found.append(Finding(fact.path, fact.problem_with(text), fact.problem))
     return found
