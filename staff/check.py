@@ -3,8 +3,9 @@
 Each check reads the tree at `repo` and the graded tests its suites collect, and returns findings,
 each naming the file to fix. Problems are declared once, in `PROBLEMS` (tests/grading.py); their
 files are found by `staff.problem_files`; everything else (the handout's headings, tables and totals,
-the tests' problem markers, the variants files, the version) is checked against those and against
-the points the tests carry.
+the tests' problem markers, the variants files, the version, the totals the staff pages in docs/ state)
+is checked against those and against the points the tests carry; the links of every page people read
+are checked against the tree.
 """
 
 from __future__ import annotations
@@ -257,6 +258,14 @@ def check_equivalent_mutants(repo: Path, points: Totals) -> list[Finding]:
             for key in stale_equivalents()]
 
 
+def check_links(repo: Path, points: Totals) -> list[Finding]:
+    """Every link and path in the README, docs/, the handout, the student README and the CHANGELOG
+    stays inside the repository and names what is there (staff/links.py says what is read and how)."""
+    from staff.links import check_pages
+
+    return [Finding(page, message) for page, message in check_pages(repo)]
+
+
 CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "declarations": check_declarations,
     "test files": check_test_files,
@@ -269,6 +278,7 @@ CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "changelog names changed tests": check_changelog_entry,
     "figures": check_figures,
     "equivalent mutants": check_equivalent_mutants,
+    "links": check_links,
 }
 
 
