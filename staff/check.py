@@ -3,8 +3,9 @@
 Each check reads the tree at `repo` and the graded tests its suites collect, and returns findings,
 each naming the file to fix. Problems are declared once, in `PROBLEMS` (tests/grading.py); their
 files are found by `staff.problem_files`; everything else (the handout's headings, tables and totals,
-the tests' problem markers, the variants files, the version) is checked against those and against
-the points the tests carry.
+the tests' problem markers, the variants files, the version, the totals the staff pages in docs/ state)
+is checked against those and against the points the tests carry; the links of every page people read
+are checked against the tree.
 """
 
 from __future__ import annotations
@@ -147,14 +148,15 @@ def check_sections(repo: Path, points: Totals) -> list[Finding]:
 def check_stated(repo: Path, points: Totals) -> list[Finding]:
     """Every fact the tree restates (staff/stated.py: headings, points sentences, Tests-table points and
     Totals, the hidden tests' paragraphs, the summary's rows and totals, PROBLEMS' hidden points, the
-    README's Gradescope totals) reads what the tests and PROBLEMS give. `staff check --fix` rewrites them."""
+    staff pages' totals: docs/grading.md, docs/gpu.md, docs/gradescope.md) reads what the tests and PROBLEMS
+    give. `staff check --fix` rewrites them."""
     if not points.tests:
         return []  # the suites did not collect: `staff check` says so, and no total can be derived
     found = []
     for fact in all_facts(repo, points.tests):
         text = _read(repo, fact.path)
         if text is None:
-            continue  # check_declarations names a missing page; the summary and README are always there
+            continue  # check_declarations names a missing page; the summary and the staff pages are always there
         if not fact.holds(text):
             found.append(Finding(fact.path, fact.problem_with(text), fact.problem))
     return found
@@ -256,6 +258,14 @@ def check_equivalent_mutants(repo: Path, points: Totals) -> list[Finding]:
             for key in stale_equivalents()]
 
 
+def check_links(repo: Path, points: Totals) -> list[Finding]:
+    """Every link and path in the README, docs/, the handout, the student README and the CHANGELOG
+    stays inside the repository and names what is there (staff/links.py says what is read and how)."""
+    from staff.links import check_pages
+
+    return [Finding(page, message) for page, message in check_pages(repo)]
+
+
 CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "declarations": check_declarations,
     "test files": check_test_files,
@@ -268,6 +278,7 @@ CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "changelog names changed tests": check_changelog_entry,
     "figures": check_figures,
     "equivalent mutants": check_equivalent_mutants,
+    "links": check_links,
 }
 
 

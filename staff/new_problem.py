@@ -3,9 +3,9 @@
 It writes the solution module (signature, docstring, markers around a body that raises), its adapter,
 a public and a hidden test file of one one-point test each, the handout page with its Tests table,
 an empty variants file, and the problem's entry in `PROBLEMS` (tests/grading.py); it adds the page's
-row to the handout's summary and moves every stated total (the summary's, its prose and the README's
-Gradescope total) by the new points. Every place to fill is marked `TODO(new-problem)`. Until they are
-filled the suites fail on the new problem: the reference body raises, each test compares with
+row to the handout's summary and moves every stated total (the summary's, its prose, and the staff
+pages' hidden and Gradescope totals) by the new points. Every place to fill is marked `TODO(new-problem)`.
+Until they are filled the suites fail on the new problem: the reference body raises, each test compares with
 "TODO", and `staff validate`'s test says the variants are empty.
 
 Everything is checked before anything is written, and a failure while writing puts back what was
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from staff import problem_files as files
-from staff.stated import REGISTRY, SUMMARY, Totals, fix_texts, summary_facts
+from staff.stated import GPU, GRADESCOPE, GRADING, REGISTRY, SUMMARY, Totals, fix_texts, summary_facts
 from tests.grading import PROBLEMS, GradedTest
 
 TODO = "TODO(new-problem)"
@@ -185,7 +185,7 @@ def _variants_text(p: NewProblem) -> str:
 
 def edited_files(p: NewProblem, repo: Path, tests: list[GradedTest]) -> dict[str, str]:
     """Relative path -> new text of each existing file the scaffold changes: the registry, the summary
-    (its row and totals) and the README's Gradescope total."""
+    (its row and totals) and the staff pages' totals (docs/grading.md, docs/gpu.md, docs/gradescope.md)."""
     registry = (repo / REGISTRY).read_text(encoding="utf-8")
     entries = list(_ENTRY.finditer(registry))
     if not entries:
@@ -199,7 +199,8 @@ def edited_files(p: NewProblem, repo: Path, tests: list[GradedTest]) -> dict[str
     link = Path(p.page).name  # the summary sits beside the pages
     row = f"| {p.number}. {p.title} | 1 | 1 | [{link}]({link}) |\n"
     summary = summary[:total.start()] + row + summary[total.start():]
-    texts = {REGISTRY: registry, SUMMARY: summary, "README.md": (repo / "README.md").read_text(encoding="utf-8")}
+    texts = {REGISTRY: registry, SUMMARY: summary,
+             **{page: (repo / page).read_text(encoding="utf-8") for page in (GRADING, GPU, GRADESCOPE)}}
     scaffolded = [GradedTest(nodeid=f"{hidden}::new", name="new", number=f"{p.number}.1", problem=p.number, points=1,
                              needs_cuda=False, hidden=hidden) for hidden in (False, True)]
     texts, unplaced = fix_texts(texts, summary_facts(Totals(tuple(tests) + tuple(scaffolded))))

@@ -20,6 +20,9 @@ from tests.grading import PROBLEMS, GradedTest
 
 SUMMARY = "handout/README.md"
 REGISTRY = "tests/grading.py"
+GRADESCOPE = "docs/gradescope.md"  # the staff page that says what to set on Gradescope
+GRADING = "docs/grading.md"  # the staff page on grading, which states the hidden suites' total
+GPU = "docs/gpu.md"  # the staff page on the GPU part, which states its points
 
 
 @dataclass(frozen=True)
@@ -129,8 +132,8 @@ def page_facts(repo: Path, totals: Totals, number: int) -> list[Stated]:
 
 
 def summary_facts(totals: Totals) -> list[Stated]:
-    """What the handout's summary and the staff README restate: a row per problem, the Total row, the
-    totals in the prose and on Gradescope."""
+    """What the handout's summary and the staff pages restate: a row per problem, the Total row, the
+    totals in the prose, the hidden suites' total and the totals to set on Gradescope."""
     public, gpu, hidden = (totals.of(None, hidden=False), totals.of(None, hidden=False, cuda=True),
                            totals.of(None, hidden=True))
     facts = []
@@ -151,11 +154,13 @@ def summary_facts(totals: Totals) -> list[Stated]:
         (SUMMARY, "the hidden points in the prose", r"how many points the hidden tests add \((\d+)\)", hidden),
         (SUMMARY, "the grade's total in the prose", r"Your grade is out of (\d+)", public + hidden),
         (SUMMARY, "the GPU points in the prose", r"The (\d+) GPU-only points", gpu),
-        ("README.md", "the total points to set on Gradescope", r"^\| total points \| (\d+) ", public + hidden),
-        ("README.md", "the public points to set on Gradescope", r"^\| total points \| \d+ \((\d+) public", public),
-        ("README.md", "the hidden points to set on Gradescope",
+        (GPU, "the GPU part's points", r"The `cuda` tests carry (\d+) public points", gpu),
+        (GRADING, "the hidden suites' points", r"one per problem, (\d+) points in all", hidden),
+        (GRADESCOPE, "the total points to set on Gradescope", r"^\| total points \| (\d+) ", public + hidden),
+        (GRADESCOPE, "the public points to set on Gradescope", r"^\| total points \| \d+ \((\d+) public", public),
+        (GRADESCOPE, "the hidden points to set on Gradescope",
          r"^\| total points \| \d+ \(\d+ public \+ (\d+) hidden", hidden),
-        ("README.md", "the GPU points to set on Gradescope",
+        (GRADESCOPE, "the GPU points to set on Gradescope",
          r"^\| total points \| \d+ \(\d+ public \+ \d+ hidden; the (\d+) GPU points", gpu),
     ]:
         facts.append(Stated(path, what, pattern, f"{expected:g}"))

@@ -1,5 +1,5 @@
 """`staff bench`: run the chosen groups, print the table, write it as Markdown and, on request,
-into the README between its bench markers."""
+into the staff page of measurements (docs/speed.md) between its bench markers."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from staff.bench.measure import Row, machine_description, markdown
 GROUPS = ("cli", "kernels", "student", "grading", "release", "staff-suite")
 DEFAULT_GROUPS = ("cli", "kernels", "student", "grading", "release")  # the staff suite alone takes about 15 minutes
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
+BENCH_PAGE = Path("docs/speed.md")  # the page whose table `staff bench --readme` rewrites, from the repository root
 
 
 def _progress(started: float):
@@ -56,7 +57,7 @@ def run_groups(groups: list[str], repeats: int, batch_size: int) -> list[Row]:
 
 
 def replace_readme_table(readme: Path, table: str) -> None:
-    """Put `table` between the README's bench markers, which must each appear once."""
+    """Put `table` between the page's bench markers, which must each appear once."""
     text = readme.read_text(encoding="utf-8")
     if text.count(README_START) != 1 or text.count(README_END) != 1:
         raise ValueError(f"{readme} needs one {README_START} line and one {README_END} line to hold the table")

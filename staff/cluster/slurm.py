@@ -21,7 +21,7 @@ FLAGS = ("force", "verbose")  # `staff grade` switches, besides the settings, pa
 
 def add_options(grade: argparse.ArgumentParser) -> None:
     """`staff grade`'s options for shards and Slurm."""
-    group = grade.add_argument_group("shards and Slurm (README: \"Grading a course on a cluster\")")
+    group = grade.add_argument_group("shards and Slurm (docs/cluster.md)")
     group.add_argument("--shard", metavar="K/N", default=None,
                        help="with --batch, grade only shard K of N (the submissions whose name's sha256 is K-1 "
                        "modulo N); shards never share a submission, and write no gradebook: `staff gradebook OUT`")

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(commands) -> None:
-    from staff.bench.run import DEFAULT_GROUPS, GROUPS
+    from staff.bench.run import BENCH_PAGE, DEFAULT_GROUPS, GROUPS
 
     bench = commands.add_parser(
         "bench",
@@ -29,7 +29,7 @@ def register(commands) -> None:
         description="Time, on this machine: get_batch, an AdaGrad step, the hand-written backward and checkpoints "
         "against their PyTorch baselines; a student's test file and whole suite from a cold start; one grade and a "
         "batch at 1 and at every core; staff release. Prints a Markdown table with each target and whether it is "
-        "met, and writes it to --out (and into the README between its bench markers with --readme). Exits 0 "
+        "met, and writes it to --out (and into docs/speed.md between its bench markers with --readme). Exits 0 "
         "whether or not targets are met; 2 on bad arguments.",
     )
     bench.add_argument("--only", choices=GROUPS, action="append", metavar="GROUP",
@@ -40,6 +40,6 @@ def register(commands) -> None:
                        help="copies of the reference in the batch-throughput figure, graded at -j 1 and at -j cores "
                        "(default: %(default)s; 20 takes about 12 more minutes on 2 cores)")
     bench.add_argument("--out", type=Path, default=Path("bench.md"), help="the Markdown file (default: %(default)s)")
-    bench.add_argument("--readme", type=Path, nargs="?", const=Path("README.md"), default=None,
-                       help="also put the table into this README between its bench markers (default: README.md)")
+    bench.add_argument("--readme", type=Path, nargs="?", const=BENCH_PAGE, default=None,
+                       help="also put the table into this page between its bench markers (default: %(const)s)")
     bench.set_defaults(run=run)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def gradescope_settings() -> str:
-    """What a TA sets in the assignment's Autograder settings (README, "On Gradescope: what to set")."""
+    """What a TA sets in the assignment's Autograder settings (docs/gradescope.md, "On Gradescope: what to set")."""
     from staff.sandbox.memory import MIN_MEMORY_BYTES, RECOMMENDED_MEMORY_BYTES
 
     return (f"Gradescope: set the memory to {RECOMMENDED_MEMORY_BYTES / 2**30:g} GB (below "

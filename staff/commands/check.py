@@ -49,12 +49,14 @@ def register(commands) -> None:
         description="Check the tree against the problems declared in tests/grading.py (PROBLEMS) and the points its "
         "tests carry: each problem's module, adapters, handout page, test files (named for the problem and marked "
         "with it) and variants file; the handout's headings, Tests tables, cited sections, summary rows, totals and "
-        "prose totals (and the README's Gradescope total); every solution block's stub section; no solution line "
-        "quoted in the handout; the version in pyproject.toml, the handout and the CHANGELOG; the figures. Prints one "
-        "line per problem and every finding with the file to fix; exits 1 if there is any.",
+        "prose totals (and the totals the staff pages in docs/ state); every solution block's stub section; no "
+        "solution line quoted in the handout; the version in pyproject.toml, the handout and the CHANGELOG; the "
+        "figures; every link and path in README.md, docs/, the handout, the student README and the CHANGELOG (inside "
+        "the repository, to a file that is there, to a heading that is there). Prints one line per problem and every "
+        "finding with the file to fix; exits 1 if there is any.",
     )
     check.add_argument("--fix", action="store_true",
                        help="first rewrite every restated fact that disagrees (headings, points sentences, Tests-table "
                        "points and totals, hidden-test paragraphs, the summary's rows and totals, PROBLEMS' hidden "
-                       "points, the README's Gradescope totals) from the tests' points, then check")
+                       "points, the totals in docs/) from the tests' points, then check")
     check.set_defaults(run=run)

@@ -31,7 +31,7 @@ def register(commands) -> None:
         "(each test's figure against its bound, and the margin), the red team's cases confined as a GPU grade, "
         "`staff validate --gpu` (stubs, wheat and GPU chaff behind the sandbox) and `staff gpu-report` on the "
         f"reference, and write OUT/{REPORT_NAME} (device, driver, torch, then one section per step) for the "
-        "README's GPU part, again after each step. Exits 0 when every protection a GPU grade uses let CUDA start, "
+        "GPU part (docs/gpu.md), again after each step. Exits 0 when every protection a GPU grade uses let CUDA start, "
         "the sandboxed grade started CUDA and earned every point, every cuda test and red-team test passed, and "
         "every implementation behaved as it must (a step left out by an option is not judged), 1 otherwise; "
         "without a CUDA GPU it stops at once with "

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(f"wrote {path}" for path in written))
     print(f"\nProblem {problem.number} is declared and passes `staff check`; the suites fail on it until every "
           f"{TODO} is filled:\n  grep -rn '{TODO}' cs336_basics adapters tests staff handout\nthen run "
-          f"`uv run staff check` and the suites (README, \"Adding a problem\").")
+          f"`uv run staff check` and the suites (docs/authoring.md, \"Adding a problem\").")
     return 0
 
 

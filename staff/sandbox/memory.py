@@ -13,7 +13,7 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 UNLIMITED = 1 << 60  # v1 reports "no limit" as a number near 2**63
-# Measured with staff.container (README, "Gradescope"): the reference gets full marks at 1,024 MiB
+# Measured with staff.container (docs/gradescope.md): the reference gets full marks at 1,024 MiB
 # and half a CPU (the cgroup's peak, page cache included, 1,007 MiB); at 960 MiB the kernel kills the
 # test process. Below this the autograder refuses to grade.
 MIN_MEMORY_BYTES = 1024 << 20

@@ -7,11 +7,11 @@ Each group below is (reason, names). ALLOWED: why the call reaches nothing anoth
 world can see. CHECKED: allowed with its arguments checked by the filter. REFUSED: why it is
 refused (with EPERM, as Docker's profile refuses, unless the group says ENOSYS). A file is not a
 kernel object in this sense: which files the worker may open is Landlock's and the tmpfs's job
-(README, "The sandbox, and the threat model"); here a call that takes a path is reviewed for what
+(docs/sandbox.md); here a call that takes a path is reviewed for what
 else it reaches. `staff/tests/test_syscall_review.py` fails when a call of the architecture's table
 is allowed without a line here, so whoever allows one writes why.
 
-Not closed here, and said so in the README: channels of timing and shared state that need two
+Not closed here, and said so in docs/sandbox.md: channels of timing and shared state that need two
 cooperating grades and no object (CPU load, the page cache of the shared Python environment, futex
 wake-ups on a read-only mapping of the same file), as with every side channel.
 Copied into the worker's folder; imports only the standard library and syscall_numbers.py.
@@ -57,7 +57,7 @@ ALLOWED: list[tuple[str, str]] = [
     ("signals to a pid or process group: no filter can tell the worker's own pids from others', and Python needs "
      "them for its children (subprocess, multiprocessing) and itself (raise, abort: tgkill); the PID namespace, "
      "Landlock's signal scope (ABI 6) or the worker's own uid keeps them in; where none holds (an ordinary user "
-     "without user namespaces, Landlock before ABI 6) they reach the grader's uid (README, \"Grading as an "
+     "without user namespaces, Landlock before ABI 6) they reach the grader's uid (docs/sandbox.md, \"Grading as an "
      "ordinary user\"); kill(-1) is CHECKED",
      "tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo pidfd_open pidfd_send_signal"),
     ("signals: its own handlers, masks and timers",

@@ -1,4 +1,4 @@
-"""`staff bench`: its timing arithmetic, its table, the README update and its baselines. The
+"""`staff bench`: its timing arithmetic, its table, the page it updates and its baselines. The
 figures themselves are machine-dependent and are never asserted here (no wall-clock limits)."""
 
 from __future__ import annotations
@@ -101,3 +101,19 @@ def test_the_memory_row_reads_the_grades_peak_against_one_import_torch(tmp_path)
     assert row.figure.startswith("1500 MiB, ") and "× the floor of" in row.figure
     floor = float(row.figure.split("floor of ")[1].split()[0])
     assert 100 < floor < 1500  # one `import torch`, measured: hundreds of MiB
+
+
+def test_the_page_that_holds_the_bench_markers_is_the_default_for_readme():
+    # Mistake this catches: the measurements moved to another page and `staff bench --readme` still
+    # defaults to the old one, so it refuses (no markers there) or, worse, writes the table where no one reads it.
+    import argparse
+
+    from staff.bench.run import BENCH_PAGE
+    from staff.commands import bench as bench_command
+    from staff.grade import REPO_ROOT
+
+    text = (REPO_ROOT / BENCH_PAGE).read_text(encoding="utf-8")
+    assert text.count(README_START) == 1 and text.count(README_END) == 1
+    parser = argparse.ArgumentParser()
+    bench_command.register(parser.add_subparsers())
+    assert parser.parse_args(["bench", "--readme"]).readme == BENCH_PAGE

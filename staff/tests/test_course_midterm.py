@@ -1,4 +1,4 @@
-"""The README's mid-term fix ("A course over a term"), tried end to end from a copy of this tree
+"""The mid-term fix of docs/course.md, tried end to end from a copy of this tree
 committed to a git repository of its own: a batch graded, one submission replaced, a public test
 changed; `staff check` asks for the CHANGELOG entry, `staff bundle` refuses the uncommitted tree, a
 plain rerun regrades exactly the stale grades and says why, and `staff diff` names who moved, by

@@ -1,6 +1,6 @@
 """The Gradescope autograder as Gradescope runs it, emulated (`staff.container`): Docker's default
 seccomp profile (no new namespaces or mounts), a memory cgroup and a CPU quota around
-`run_autograder`. At the README's memory setting and half a CPU the reference, uploaded as a zip of a
+`run_autograder`. At the memory setting docs/gradescope.md gives and half a CPU the reference, uploaded as a zip of a
 student's repository folder, gets full marks;
 below the grader's measured need no test is counted and the staff are told; and with the
 namespaces refused, four red-team cases are still contained: killing the grader, daemons that
@@ -39,7 +39,7 @@ from staff.tests.processes import running_commands
 from staff.tests.test_bundle import place_upload
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-SETTING = memory.RECOMMENDED_MEMORY_BYTES  # what the README tells a TA to set
+SETTING = memory.RECOMMENDED_MEMORY_BYTES  # what docs/gradescope.md tells a TA to set
 BELOW = 768 << 20  # Gradescope's default, under the grader's measured need
 KILLED_AT = 896 << 20  # below the need: measured, the kernel kills the test process mid-grade
 CONTAINED_PREFIX = "contained-"  # what the contained cases' daemons' names start with here
@@ -154,13 +154,13 @@ def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_pa
         assert not {"connect", "listen", "resolve"} & {w.strip() for w in worked.split(",")}, worked
 
 
-def test_the_readme_and_the_bundle_state_the_memory_the_grader_enforces():
+def test_the_gradescope_page_and_the_bundle_state_the_memory_the_grader_enforces():
     from staff.commands.bundle import gradescope_settings
     from staff.grade import REPO_ROOT
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    page = (REPO_ROOT / "docs" / "gradescope.md").read_text()
     recommended, least = f"{memory.RECOMMENDED_MEMORY_BYTES / 2**30:g} GB", f"{memory.MIN_MEMORY_BYTES >> 20:,} MiB"
-    assert f"**{recommended}**" in readme and f"Below {least}" in readme
+    assert f"**{recommended}**" in page and f"Below {least}" in page
     said = gradescope_settings()
     assert recommended in said and f"{memory.MIN_MEMORY_BYTES >> 20} MiB" in said
 

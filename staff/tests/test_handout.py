@@ -16,8 +16,9 @@ from staff.selection import collect_only
 from staff.stated import Totals
 from tests.grading import PROBLEMS
 
-PARTS = ("cs336_basics", "adapters", "tests", "handout", "staff/hidden", "staff/validate/variants", "README.md",
-         "CHANGELOG.md", "pyproject.toml")
+# Whatever the checks read, and whatever the pages link to (`staff check` follows every relative link).
+PARTS = ("cs336_basics", "adapters", "tests", "handout", "staff", "docs", ".ci", "README.md", "STUDENT_README.md",
+         "CHANGELOG.md", "make_submission.sh", "pyproject.toml")
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,10 @@ def tree(tmp_path) -> Path:
     for part in PARTS:
         source, target = REPO_ROOT / part, tmp_path / part
         target.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if source.is_dir() else shutil.copyfile)(source, target)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(source, target)
     return tmp_path
 
 
@@ -138,10 +142,13 @@ def test_fix_rewrites_every_stale_fact_and_nothing_else(tree, tests):
     edit(tree / "handout" / "README.md", "| 3. einops | 19 | 8 |", "| 3. einops | 18 | 9 |")
     totals = Totals(tuple(tests))
     public, hidden = totals.of(None, hidden=False), totals.of(None, hidden=True)
-    edit(tree / "README.md", f"| total points | {public + hidden:g} ({public:g} public",
+    edit(tree / "docs" / "gradescope.md", f"| total points | {public + hidden:g} ({public:g} public",
          f"| total points | {public + hidden - 4:g} ({public - 1:g} public")
+    edit(tree / "docs" / "grading.md", f"one per problem, {hidden:g} points in all",
+         "one per problem, 105 points in all")
     changed, unplaced = fix_stated(tree, tests)
-    assert sorted(changed) == ["README.md", "handout/04_flops.md", "handout/08_adagrad.md", "handout/README.md"]
+    assert sorted(changed) == ["docs/gradescope.md", "docs/grading.md", "handout/04_flops.md", "handout/08_adagrad.md",
+                               "handout/README.md"]
     assert unplaced == [] and findings(tree, tests) == []
     for path in changed:
         assert (tree / path).read_text() == (REPO_ROOT / path).read_text(), path

@@ -2,7 +2,7 @@
 controller bound there) cannot give: what `memory_group` writes and how the grader reads a kill, against
 a scratch folder laid out as cgroup2 lays out a group (the control files a kernel makes in a new
 folder), and, as root, against a real cgroup2 hierarchy mounted here, which has no memory controller.
-What this does not cover is in README.md ("Memory, where no group can be made"). Each test names the
+What this does not cover is in docs/sandbox.md ("Memory, where no group can be made"). Each test names the
 mistake it catches."""
 
 from __future__ import annotations

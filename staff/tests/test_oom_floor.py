@@ -52,7 +52,7 @@ def _lower(landlock: bool) -> list[str]:
 
 @pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="dropping to another uid needs root")
 def test_without_cap_sys_resource_a_worker_lowers_its_oom_score_adj_unless_landlock_stops_it():
-    # What the README says of oom_score_adj, measured: the floor holds exactly where root holds
+    # What docs/sandbox.md says of oom_score_adj, measured: the floor holds exactly where root holds
     # CAP_SYS_RESOURCE. Without Landlock here, "lowered" (the kernel's rule, not a mistake of ours).
     status, _, lowered = _lower(landlock=False)
     assert status == confine.ON
