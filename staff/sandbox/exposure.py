@@ -64,10 +64,11 @@ def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi
     if no_pid == "":
         no_pid = "--no-namespaces" if not settings.namespaces else no_pid_namespace()
     if no_pid is not None:
+        signals = "" if landlock_abi >= 6 and settings.landlock else \
+            f", and signals them by pid (no Landlock signal scope: ABI {landlock_abi} < 6 or --no-landlock)"
         opened.append(f"your other processes (the grader's, a batch neighbour's, your shell's): the worker runs as "
-                      f"your own uid ({who}) with no PID namespace ({no_pid}), so it sees them in /proc, reads "
-                      f"their environment and command lines, and signals them by pid where Landlock cannot scope "
-                      f"signals")
+                      f"your own uid ({who}) with no PID namespace ({no_pid}), so it sees them in /proc, their "
+                      f"command lines included{signals}")
     if why_landlock is not None:
         opened.append(f"your files (the checkout with the reference solution, the hidden and trusted tests and "
                       f"their conftest files, your home folder and shell start-up files): the worker runs as your "
