@@ -34,6 +34,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from staff.course.stale import NOT_GRADED, Current, reason_lines, why_regrade
+from staff.errors import StaffError
 from staff.gradescope import PARTS, failure_results, validate_results, write_json_atomically
 from staff.outcomes import Outcome
 from staff.stopping import stop_requested
@@ -43,7 +44,7 @@ METADATA = "submission_metadata.yml"
 RESULTS, RESULTS_GPU = "results.json", "results-gpu.json"
 
 
-class BatchError(Exception):
+class BatchError(StaffError):
     """The batch folder cannot be read; the message says why."""
 
 

@@ -29,9 +29,9 @@ from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
 FILES = Path(__file__).resolve().parent / "autograder_files"
 TOP_FILES = {"setup.sh": FILES / "setup.sh", "run_autograder": FILES / "run_autograder"}
 TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/atomic.py",
-        "staff/autograder.py", "staff/collected.py", "staff/grade.py", "staff/gradescope.py", "staff/outcomes.py",
-        "staff/problem_files.py", "staff/provenance.py", "staff/scrub.py", "staff/selection.py", "staff/submission.py",
-        "staff/suite_run.py", "staff/upload.py", "staff/sandbox", "staff/hidden"]
+        "staff/autograder.py", "staff/collected.py", "staff/errors.py", "staff/grade.py", "staff/gradescope.py",
+        "staff/outcomes.py", "staff/problem_files.py", "staff/provenance.py", "staff/scrub.py", "staff/selection.py",
+        "staff/submission.py", "staff/suite_run.py", "staff/upload.py", "staff/sandbox", "staff/hidden"]
 SETTINGS_IN_BUNDLE = f"staff/{SETTINGS_FILE.name}"  # beside staff/autograder.py, which reads it
 EXECUTABLE = {"setup.sh", "run_autograder"}
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)

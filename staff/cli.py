@@ -1,7 +1,8 @@
 """`staff`: the course staff's command line (never shipped to students).
 
 A dispatcher only: each command's options, defaults and handler live in its own module of
-`staff.commands` (`register(commands)` adds the parser, `run(args)` returns the exit status).
+`staff.commands` (`register(commands)` adds the parser, `run(args)` returns the exit status). The
+errors a person must fix (`staff.errors.StaffError`) are reported here, once, with exit status 2.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     if threading_main():
         signal.signal(signal.SIGTERM, _interrupt)  # a stopped grader ends its test runs and workers too
         signal.signal(signal.SIGINT, _interrupt)
-    return args.run(args)
+    from staff.errors import StaffError
+
+    try:
+        return args.run(args)
+    except StaffError as error:  # what the person at the command line must fix; anything else is a bug
+        print(f"staff {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 def threading_main() -> bool:

@@ -11,13 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from staff.errors import StaffError
+
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 _SCOPE = re.compile(r"^(\s*)(?:async\s+def|def|class)\s+(\w+)\s*[(:]")
 _HANDOUT = re.compile(r"^Handout:\s*(\S+?\.md)\b", re.MULTILINE)
 STUB_MARK = "raise NotImplementedError("
 
 
-class MarkerError(ValueError):
+class MarkerError(StaffError, ValueError):
     """A malformed marker, with the file and line it was found at."""
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from staff import problem_files as files
+from staff.errors import StaffError
 from staff.stated import GPU, GRADESCOPE, GRADING, REGISTRY, SUMMARY, Totals, fix_texts, summary_facts
 from tests.grading import PROBLEMS, GradedTest
 
@@ -27,7 +28,7 @@ TODO = "TODO(new-problem)"
 _ENTRY = re.compile(r"^    (\d+): Problem\(.*\),\n", re.MULTILINE)
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(StaffError, ValueError):
     """The arguments or the tree do not allow the scaffold; nothing was written."""
 
 

@@ -24,6 +24,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from staff.errors import StaffError
 from staff.markers import SolutionBlock, handout_page
 from staff.sandbox.layout import PACKAGE
 
@@ -31,7 +32,7 @@ _SECTION_HEADING = re.compile(r"^## (\d+\.\d+) ", re.MULTILINE)
 _CITED = re.compile(r"§(\d+\.\d+)")
 
 
-class SectionError(ValueError):
+class SectionError(StaffError, ValueError):
     """A solution block whose handout section cannot be found; the message says which and why."""
 
 

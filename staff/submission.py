@@ -25,6 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from staff.errors import StaffError
 from staff.upload import (
     HARD_LINK,
     MAX_FILES,
@@ -53,7 +54,7 @@ LISTED_FILES = 30  # files the graded-files line names one by one
 MAX_CANDIDATES = 8  # copies of the package compared (each read whole); more is ambiguous without reading
 
 
-class SubmissionError(Exception):
+class SubmissionError(StaffError):
     """The submission cannot be graded; the message is written for the student."""
 
 

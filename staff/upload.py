@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from staff.errors import StaffError
 from staff.sandbox.layout import PACKAGE
 
 MAX_TOTAL_BYTES = 50 * 2**20  # what one grade takes in, and the largest zip inside a zip that is opened
@@ -46,7 +47,7 @@ _EOCD, _ZIP64_EOCD = b"PK\x05\x06", b"PK\x06\x06"
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-class UploadError(Exception):
+class UploadError(StaffError):
     """The upload cannot be read; the message is written for the student."""
 
 

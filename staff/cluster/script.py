@@ -14,6 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from staff.errors import StaffError
+
 GIB_PER_GRADE = 4  # memory asked per submission graded at once (a grade's processes peak near 2 GiB here)
 GPU_CPUS = 4  # CPUs of a GPU task: the cuda tests compare against CPU runs of the same code
 GPU_TASK_GIB = 16  # memory of a GPU task (not measured here, which has no GPU; raise it with -- --mem=...)
@@ -26,7 +28,7 @@ REPLACEABLE = {"-c": "--cpus-per-task", "--cpus-per-task": "--cpus-per-task", "-
                "--job-name": "--job-name"}
 
 
-class ScriptError(ValueError):
+class ScriptError(StaffError, ValueError):
     """Extra sbatch options that cannot go into the script; the message says which and why."""
 
 

@@ -20,11 +20,13 @@ import re
 from collections.abc import Sequence
 from typing import TypeVar
 
+from staff.errors import StaffError
+
 T = TypeVar("T")
 SHARD = re.compile(r"(\d+)/(\d+)")
 
 
-class ShardError(ValueError):
+class ShardError(StaffError, ValueError):
     """A --shard value that is not K/N with 1 <= K <= N; the message says what was expected."""
 
 

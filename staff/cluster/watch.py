@@ -13,11 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from staff.errors import StaffError
+
 RUNNING_STATES = {"RUNNING", "COMPLETING", "CONFIGURING", "SIGNALING", "STAGE_OUT", "RESIZING"}
 LOG_LINES = 12  # a failed task's log lines shown
 
 
-class SlurmError(RuntimeError):
+class SlurmError(StaffError, RuntimeError):
     """A Slurm command failed; the message holds the command and what it said."""
 
 

@@ -27,13 +27,14 @@ from pathlib import Path
 from adapters._text import shown_text
 from staff.atomic import atomic_file, write_text_atomic
 from staff.course.stale import scored, settings_change, suite_change
+from staff.errors import StaffError
 
 FLAKY = "nothing changed: a flaky result (a defect of the suite or the grader)"
 NEW_TEST, REMOVED_TEST = "a new test", "the test was removed"
 EPSILON = 1e-9  # scores are sums of test points; a smaller difference is rounding, not a move
 
 
-class DiffError(Exception):
+class DiffError(StaffError):
     """A side of the diff cannot be read; the message says what was expected."""
 
 

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from staff.errors import StaffError
 from staff.sandbox.removal import scratch_folder
 
 DTYPES = ("bfloat16", "float32")
@@ -38,7 +39,7 @@ COLUMNS = ("dtype", "size", "harness_ms", "harness_tflops", "harness_mfu", "stud
 KERNEL_OVER_OVERHEAD = 20
 
 
-class ReportError(Exception):
+class ReportError(StaffError):
     """The report cannot be made; the message says why."""
 
 

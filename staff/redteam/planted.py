@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from staff.errors import StaffError
 from staff.redteam.plantnames import PlantedNames
 from staff.samples import REPO_ROOT
 
@@ -35,7 +36,7 @@ KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_ALL_FOR_ALL = -3, -4, 0x3F3
 KEYCTL_SEARCH, KEYCTL_SETPERM, KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_INVALIDATE = 10, 5, 8, 9, 21
 
 
-class PlantingError(RuntimeError):
+class PlantingError(StaffError, RuntimeError):
     """A name the run would plant at is taken (by another run, or something left from one)."""
 
     def __init__(self, what: str, error: str) -> None:

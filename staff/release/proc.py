@@ -12,12 +12,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from staff.errors import StaffError
+
 # Variables that would point uv or Python at the staff tree's environment instead of the release's.
 _FOREIGN = ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "UV_PROJECT", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP",
             "CONDA_PREFIX", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "UV_NO_SYNC", "UV_FROZEN", "UV_LOCKED")
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(StaffError, RuntimeError):
     """The release cannot be built or failed a check; the message says what and where."""
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import tomlkit
 import tomlkit.exceptions
 
+from staff.errors import StaffError
+
 STAFF = "staff"
 # (table, key, list item): delete the key (item None) or remove one item from its list value.
 EDITS: list[tuple[str, str, str | None]] = [
@@ -27,7 +29,7 @@ EDITS: list[tuple[str, str, str | None]] = [
 ]
 
 
-class PyprojectError(ValueError):
+class PyprojectError(StaffError, ValueError):
     """The staff pyproject.toml is not shaped as expected, or the edit went wrong."""
 
 

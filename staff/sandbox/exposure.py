@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 
+from staff.errors import StaffError
 from staff.sandbox.settings import Settings
 
 
@@ -91,7 +92,7 @@ def refusal(settings: Settings, euid: int | None = None, landlock_abi: int | Non
             "(grade on a machine or account that holds nothing else)")
 
 
-class OpenGrader(ValueError):
+class OpenGrader(StaffError, ValueError):
     """A grade refused because its worker would reach the grading user's files or processes."""
 
 

@@ -35,3 +35,26 @@ def test_staff_grade_offers_every_setting(capsys):
         main(["grade", "--help"])
     shown = capsys.readouterr().out
     assert [spec.metadata["option"] for spec in fields(Settings) if spec.metadata["option"] not in shown] == []
+
+
+def test_an_error_for_the_person_at_the_command_line_is_one_line_and_exit_2(capsys, monkeypatch):
+    # Mistake caught: a StaffError a command does not catch itself reaching the person as a traceback
+    # (or exit 1, which reads as "some tests failed"), or the CLI swallowing real bugs with it.
+    import staff.commands
+    from staff.errors import StaffError
+
+    def failing(error: Exception):
+        def run(args):
+            raise error
+        return run
+
+    def register(commands) -> None:
+        commands.add_parser("bad-input").set_defaults(
+            run=failing(StaffError("no such folder: /x; expected a folder of submissions")))
+        commands.add_parser("bug").set_defaults(run=failing(KeyError("boom")))
+
+    monkeypatch.setattr(staff.commands, "register_all", register)
+    assert main(["bad-input"]) == 2
+    assert capsys.readouterr().err == "staff bad-input: no such folder: /x; expected a folder of submissions\n"
+    with pytest.raises(KeyError):
+        main(["bug"])
