@@ -6,7 +6,7 @@ torch and every test module: over a minute at Gradescope's half CPU. `staff bund
 collects the grade the bundle runs and writes the list into the bundle (COLLECTED_FILE), keyed by
 everything the list depends on: the pytest arguments that select the tests, the hidden tests'
 visibility and a digest of the suites' files. A grade uses the list only when every key matches;
-otherwise (a grade from the repo, other problems, an edited suite) it collects as before.
+otherwise (a grade from the repo, other problems, an edited suite) pytest collects the tests itself.
 """
 
 from __future__ import annotations

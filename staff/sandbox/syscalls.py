@@ -1,5 +1,5 @@
 """The review of every system call against one class: a kernel object that carries data between
-grades or out of one (issue 27). It is the worker's seccomp filter: `syscall_filter.seccomp_program` is
+grades or out of one. It is the worker's seccomp filter: `syscall_filter.seccomp_program` is
 an allow-list built from these tables, and a call that is in none of them (one a newer kernel
 adds) fails with ENOSYS, as on a kernel without it, so code that probes for it falls back.
 

@@ -1,5 +1,5 @@
 """The adapters check what a student's function returned against the type it promises, and never
-convert it (issue 28): a 0-d tensor where a float is promised, a float where an int is, or 1 where a
+convert it: a 0-d tensor where a float is promised, a float where an int is, or 1 where a
 bool is, fails with a message that names the function, what came back and what to do.
 
 Each case below was hidden by the float(), int() or bool() the adapters used to apply; the chaff

@@ -1,5 +1,5 @@
 """`staff grade --batch` keeps each grade before its scratch folder is cleaned up, as `staff grade`
-and the autograder do (issue 27: "results.json is written before clean-up")."""
+and the autograder do ("results.json is written before clean-up")."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _grade() -> Grade:
 
 def test_a_batch_grade_is_written_before_the_clean_up_and_survives_it_failing(tmp_path):
     # Mistake: grade_one writing results.json only once the grader has returned (after the scratch
-    # clean-up), as before: a clean-up that raises (or a process killed during it) loses a finished grade
+    # clean-up): a clean-up that raises (or a process killed during it) loses a finished grade
     # and the student gets "the grader failed" instead of their 3 points.
     submission = Submission("ada", tmp_path / "in" / "ada", "1")
     out = tmp_path / "out" / "ada"

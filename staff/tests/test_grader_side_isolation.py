@@ -1,4 +1,4 @@
-"""Issue 27, the grader's side: a failure's traceback shown scrubbed, each grade's code folder its
+"""The grader's side of the sandbox: a failure's traceback shown scrubbed, each grade's code folder its
 worker's alone, no process of a worker left after its grade however the run ended, and scratch
 folders removed by the one clean-up that cannot be stopped. Each test names the mistake it catches."""
 
@@ -98,7 +98,7 @@ def _keep(name: str, how: str):
 
 
 def test_the_keeper_ends_every_process_of_a_run_however_it_ended():
-    # Mistake: a keeper that is no subreaper (or none at all, as before: the grader killed the test
+    # Mistake: a keeper that is no subreaper (or none at all: the grader then killed only the test
     # process's group and nothing else): the setsid daemon is reparented to init and outlives the run.
     import signal
     import time
@@ -138,7 +138,7 @@ def _reads_as(uid: int, path: Path) -> bool:
 
 
 def test_a_grades_code_folder_is_readable_by_its_own_worker_alone(tmp_path):
-    # Mistake: the code folder opened to every user (folders 0755, files 0644, as before): another
+    # Mistake: the code folder opened to every user (folders 0755, files 0644): another
     # grade's worker, whose Landlock is off, reads the submission's modules by the path that
     # /proc/*/cmdline shows (copy-a-neighbours-code in the red team).
     import os

@@ -165,7 +165,7 @@ def test_the_gradescope_page_and_the_bundle_state_the_memory_the_grader_enforces
     assert recommended in said and f"{memory.MIN_MEMORY_BYTES >> 20} MiB" in said
 
 
-# -- the out-of-memory policy (issue 27): the container's shortage ends the grade wherever it strikes --
+# -- the out-of-memory policy: the container's shortage ends the grade wherever it strikes --
 
 # Run in the container: grade Problem 1's public tests of argv[1] into argv[2] (results.json), as `staff grade` would.
 _GRADE_PROBLEM_1 = """

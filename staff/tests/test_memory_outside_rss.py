@@ -1,4 +1,4 @@
-"""Memory outside the process (issue 27), piece by piece and without grading anything: the worker's
+"""Memory outside the process, piece by piece and without grading anything: the worker's
 filter refuses memfd_create; the worker makes itself the kernel's first choice when memory runs out,
 for good; a memory cgroup of its own counts a memfd's pages (in no RSS, outside RLIMIT_AS) and the
 kernel kills the worker there; workers graded at once share the room; a batch grades again what
@@ -20,7 +20,7 @@ from staff.batch import finished, grade_batch
 from staff.grade import Grade
 from staff.outcomes import Outcome
 from staff.sandbox import memory, memory_group, syscall_filter
-from staff.tests.test_sandbox_round4 import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, _verdict
+from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, verdict_of
 from tests.grading import PASSED, GradedTest
 
 SANDBOX = Path(syscall_filter.__file__).resolve().parent
@@ -29,11 +29,11 @@ AS_ROOT_WITH_CGROUPS = os.geteuid() == 0 and memory.own_cgroup("memory") is not 
 
 @pytest.mark.parametrize("machine", SECCOMP_MACHINES)
 def test_the_filter_refuses_memfd_create_on_both_architectures(machine):
-    # Mistake: memfd left open (as before round 4's last part: "torch uses memfd"; it does not) or given
+    # Mistake: memfd left open (on the belief that "torch uses memfd"; it does not) or given
     # x86_64's number on aarch64.
     program, arch = syscall_filter.seccomp_program(machine), syscall_filter._AUDIT_ARCH[machine]
     number = {"x86_64": 319, "aarch64": 279}[machine]
-    assert _verdict(program, arch, number) == 0x50000 | 1
+    assert verdict_of(program, arch, number) == 0x50000 | 1
 
 
 @pytest.mark.skipif(not ON_A_FILTERED_MACHINE, reason="the filter is written for Linux on x86_64 and aarch64")
@@ -112,7 +112,7 @@ def test_workers_graded_at_once_share_the_room():
 
 
 def test_a_grade_that_ended_not_graded_is_graded_again_by_the_next_run(tmp_path):
-    # Mistake: a results file counted as finished whatever its outcome (as before): a neighbour whose
+    # Mistake: a results file counted as finished whatever its outcome: a neighbour whose
     # grade ended "not graded: out of memory" kept 0 in grades.csv however often the batch ran.
     folder, out = tmp_path / "submissions", tmp_path / "grades"
     samples.stubs(folder / "honest")

@@ -21,7 +21,7 @@ def keys(text: str) -> list[str]:
 
 
 def test_a_key_names_the_change_not_its_line():
-    # Mistake this catches: keys by line and column (as before), which an edit above un-listed silently.
+    # Mistake this catches: keys by line and column, which an edit above un-listed silently.
     assert keys("import math\n\n\n" + SOURCE) == keys(SOURCE)
     assert "toy.scale: `if n <= 0:`: n <= 0 -> n < 0" in keys(SOURCE)
 

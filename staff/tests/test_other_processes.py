@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from staff.sandbox import confine
-from staff.tests.filter_probe import PRELUDE
-from staff.tests.test_sandbox_round4 import ON_A_FILTERED_MACHINE
+from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, PRELUDE
 
 pytestmark = pytest.mark.skipif(not ON_A_FILTERED_MACHINE, reason="the filter is written for Linux on x86_64 and "
                                 "aarch64")

@@ -1,6 +1,6 @@
 """The adapters' `Pinning` instrument: a pin that this process cannot make (no GPU, or a GPU that a CPU
 grade's sandbox keeps the worker from) is counted and done unpinned, so the same get_batch gets the same
-grade on any grader (issue 28)."""
+grade on any grader."""
 
 from __future__ import annotations
 

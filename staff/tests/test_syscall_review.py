@@ -1,6 +1,6 @@
 """The worker's seccomp filter is the review of staff/sandbox/syscalls.py: every call of the kernel's
 table has a line there, the filter allows exactly what the review allows (on both architectures), and,
-in a process that installs it, each class the review closed in issue 27's last round is closed. Each
+in a process that installs it, each class of carrier the review closed stays closed. Each
 test names the mistake it catches."""
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import pytest
 
 from staff.sandbox import confine, syscall_filter, syscalls
 from staff.sandbox.syscall_numbers import NUMBERS
-from staff.tests.filter_probe import PRELUDE
-from staff.tests.test_sandbox_round4 import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, _verdict
+from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, PRELUDE, SECCOMP_MACHINES, verdict_of
 
 ALLOW, ERRNO = 0x7FFF0000, 0x50000
 EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
@@ -54,13 +53,13 @@ def test_the_filter_allows_exactly_what_the_review_allows(machine, sockets):
     by_number = {number: name for name, number in syscalls.numbers(machine).items()}
     review = syscalls.review()
     for number in range(600):
-        got, name = _verdict(program, arch, number), by_number.get(number)
+        got, name = verdict_of(program, arch, number), by_number.get(number)
         if name is None:
             assert got == ERRNO | ENOSYS, f"number {number} is in no review but the filter answers {got:#x}"
             continue
         verdict, _, code = review[name]
         if verdict == "checked":
-            continue  # its arguments decide; see the tests below and test_sandbox_round4.py
+            continue  # its arguments decide; see the tests below and test_carriers_between_grades.py
         if verdict == "allowed" or (not sockets and name in syscalls.GPU_ONLY):
             assert got == ALLOW, f"{name} ({number}) is allowed by the review but the filter answers {got:#x}"
         else:
@@ -77,7 +76,7 @@ def test_the_checked_calls_refuse_their_dangerous_arguments(machine):
     deny = ERRNO | EPERM
 
     def verdict(name: str, *args: int) -> int:
-        return _verdict(program, arch, have[name], *args)
+        return verdict_of(program, arch, have[name], *args)
 
     assert verdict("socketpair", 1, socket.SOCK_STREAM | socket.SOCK_CLOEXEC) == ALLOW
     assert verdict("socketpair", 1, 5) == ALLOW  # seqpacket
@@ -97,8 +96,8 @@ def test_the_checked_calls_refuse_their_dangerous_arguments(machine):
     assert verdict("setsockopt", 3, socket.SOL_SOCKET, socket.SO_KEEPALIVE, 0, 4) == ALLOW
     assert verdict("setsockopt", 3, 6, 7, 0, 4) == ALLOW  # IPPROTO_TCP's option 7 is not a buffer size
     gpu = syscall_filter.seccomp_program(machine, sockets=False)
-    assert _verdict(gpu, arch, have["fcntl"], 0, 6) == ALLOW  # CUDA's caches may lock their files
-    assert _verdict(gpu, arch, have["clone"], 0x01200011 | 0x10000000) == deny
+    assert verdict_of(gpu, arch, have["fcntl"], 0, 6) == ALLOW  # CUDA's caches may lock their files
+    assert verdict_of(gpu, arch, have["clone"], 0x01200011 | 0x10000000) == deny
 
 
 @pytest.mark.parametrize("machine", SECCOMP_MACHINES)
@@ -113,7 +112,7 @@ def test_the_calls_that_name_a_process_act_on_the_caller_only(machine):
 
     def verdict(name: str, *args: int, namespace_init: bool = False) -> int:
         chosen = syscall_filter.seccomp_program(machine, namespace_init=True) if namespace_init else program
-        return _verdict(chosen, arch, have[name], *args)
+        return verdict_of(chosen, arch, have[name], *args)
 
     for name in ("prlimit64", "sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr"):
         assert verdict(name, 0, 7) == ALLOW, name

@@ -1,5 +1,5 @@
-"""The sandbox's third round, piece by piece and without grading anything: what crosses from the
-worker is bounded and valid before it is kept, root makes the tests' folders without following
+"""The sandbox's bounds, piece by piece and without grading anything: what crosses from the worker
+is bounded and valid before it is kept, root makes the tests' folders without following
 links, leftovers of a worker's user are removed, the disk
 quota is counted, results.json stays small and free of machine paths, and grades.csv is safe to
 open in a spreadsheet. Each test names the mistake it catches."""

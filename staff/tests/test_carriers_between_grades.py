@@ -1,15 +1,13 @@
-"""The sandbox's fourth round, piece by piece and without grading anything: the seccomp filter
-refuses every socket the worker did not make as a pair, kernel keys, message queues and the other
-carriers of data between grades; text from a submission reaches no screen or file with a control
-character; the scratch clean-up survives any tree. Each test names the mistake it catches. Over 300 lines: it
-holds the BPF reader that test_syscall_review.py also uses, and the round's four topics stay together."""
+"""The carriers of data between grades, piece by piece and without grading anything: the seccomp
+filter refuses every socket the worker did not make as a pair, kernel keys, message queues and the
+rest; text from a submission reaches no screen or file with a control character; the scratch clean-up
+survives any tree. Each test names the mistake it catches."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -25,34 +23,13 @@ from staff.sandbox import plugin_settings, syscall_filter, syscalls
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import Settings
 from staff.scrub import scrub
+from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, verdict_of
 
-SECCOMP_MACHINES = ("x86_64", "aarch64")
-ON_A_FILTERED_MACHINE = sys.platform == "linux" and os.uname().machine in SECCOMP_MACHINES
 EPERM, EAFNOSUPPORT = 1, 97
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK = 1, 2, 10, 16, 17, 40
 
 
 # -- the seccomp filter -----------------------------------------------------------------------------
-
-
-def _verdict(program: list[tuple[int, int, int, int]], arch: int, nr: int, *args: int) -> int:
-    """What classic BPF `program` returns for a call (the kernel's seccomp_data, little-endian)."""
-    data = struct.pack("<II Q 6Q", nr & 0xFFFFFFFF, arch, 0, *(list(args) + [0] * 6)[:6])
-    accumulator, pc = 0, 0
-    while True:
-        code, jt, jf, k = program[pc]
-        if code == 0x20:  # ld [k]
-            accumulator, pc = struct.unpack_from("<I", data, k)[0], pc + 1
-        elif code == 0x54:  # and k
-            accumulator, pc = accumulator & k, pc + 1
-        elif code in (0x15, 0x25, 0x35, 0x45):  # jeq, jgt, jge, jset
-            taken = {0x15: accumulator == k, 0x25: accumulator > k, 0x35: accumulator >= k,
-                     0x45: bool(accumulator & k)}[code]
-            pc += 1 + (jt if taken else jf)
-        elif code == 0x06:
-            return k
-        else:
-            raise AssertionError(f"an opcode this reader does not know: {code:#x}")
 
 
 @pytest.mark.parametrize("machine", SECCOMP_MACHINES)
@@ -64,18 +41,18 @@ def test_the_filter_refuses_each_listed_call_and_every_socket_on_both_architectu
     numbers = syscall_filter.refused_numbers(machine)
     assert len(set(numbers.values())) == len(numbers), "two refused calls share a number"
     for name, number in numbers.items():  # EPERM, or ENOSYS where the review says so (clone3: glibc falls back)
-        assert _verdict(program, arch, number) == 0x50000 | syscalls.review()[name][2], name
+        assert verdict_of(program, arch, number) == 0x50000 | syscalls.review()[name][2], name
     socket, socketpair = syscalls.numbers(machine)["socket"], syscalls.numbers(machine)["socketpair"]
     for family in (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK):
-        assert _verdict(program, arch, socket, family) == no_family
-    assert _verdict(program, arch, socketpair, AF_UNIX, 1) == allow  # SOCK_STREAM
-    assert _verdict(program, arch, socketpair, AF_INET) == no_family
+        assert verdict_of(program, arch, socket, family) == no_family
+    assert verdict_of(program, arch, socketpair, AF_UNIX, 1) == allow  # SOCK_STREAM
+    assert verdict_of(program, arch, socketpair, AF_INET) == no_family
     for number in (0, 1, 3, 63, 64, 93):  # read, write, close, ... on one architecture or the other
         if number not in numbers.values():
-            assert _verdict(program, arch, number) == allow
-    assert _verdict(program, 0x40000003, 0) == deny  # i386 on a 64-bit kernel
+            assert verdict_of(program, arch, number) == allow
+    assert verdict_of(program, 0x40000003, 0) == deny  # i386 on a 64-bit kernel
     if machine == "x86_64":
-        assert _verdict(program, arch, 0x40000000 | 248) == deny  # add_key through the x32 ABI
+        assert verdict_of(program, arch, 0x40000000 | 248) == deny  # add_key through the x32 ABI
 
 
 @pytest.mark.parametrize("machine", SECCOMP_MACHINES)
@@ -87,14 +64,14 @@ def test_a_gpu_grades_zygote_filter_lets_cuda_start_and_refuses_the_rest(machine
     deny, no_family, allow = 0x50000 | EPERM, 0x50000 | EAFNOSUPPORT, 0x7FFF0000
     for name, number in syscall_filter.refused_numbers(machine).items():
         if name not in syscalls.GPU_ONLY:
-            assert _verdict(program, arch, number) == 0x50000 | syscalls.review()[name][2], name
+            assert verdict_of(program, arch, number) == 0x50000 | syscalls.review()[name][2], name
     socket = syscalls.numbers(machine)["socket"]
     for family in (AF_INET, AF_INET6, AF_NETLINK):
-        assert _verdict(program, arch, socket, family) == no_family
-    assert _verdict(program, arch, socket, AF_UNIX) == allow
-    assert _verdict(program, arch, syscalls.numbers(machine)["memfd_create"]) == allow
-    assert _verdict(program, arch, syscalls.numbers(machine)["socketpair"], AF_UNIX) == allow
-    assert _verdict(program, 0x40000003, 0) == deny
+        assert verdict_of(program, arch, socket, family) == no_family
+    assert verdict_of(program, arch, socket, AF_UNIX) == allow
+    assert verdict_of(program, arch, syscalls.numbers(machine)["memfd_create"]) == allow
+    assert verdict_of(program, arch, syscalls.numbers(machine)["socketpair"], AF_UNIX) == allow
+    assert verdict_of(program, 0x40000003, 0) == deny
 
 
 @pytest.mark.slow
@@ -119,7 +96,7 @@ def test_a_gpu_grade_asks_for_a_worker_that_can_start_cuda(tmp_path, monkeypatch
     assert all(worker.landlock and worker.namespaces and worker.seccomp for worker in asked)
 
 
-def test_the_refused_calls_are_the_carriers_named_in_issue_27():
+def test_the_refused_calls_hold_every_carrier_of_data_between_grades():
     # Mistake: dropping a call from the list while tidying it (the tests above would still pass).
     assert set(syscall_filter.REFUSED) >= {
         "add_key", "keyctl", "request_key", "mq_open", "mq_timedsend", "userfaultfd", "bpf", "perf_event_open",
