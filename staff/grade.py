@@ -29,7 +29,7 @@ from staff.selection import HIDDEN_SUITE, REPO_ROOT, SUITE_PARTS, marker_express
 from staff.submission import Intake, SubmissionError, lay_package
 from staff.suite_run import import_error, not_run, run_suite
 from tests.failure_output import truncated
-from tests.grading import GradedTest, format_table, peak_rss_bytes
+from tests.grading import GradedTest, Note, format_table, peak_rss_bytes
 
 __all__ = ["REPO_ROOT", "SUITE_PARTS", "Grade", "grade"]
 SUMMARY_CHARS = 8000  # of the text above the points table in results.json
@@ -149,22 +149,22 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
             _end_worker_user(workspace.uid)
             tests, outcome, details, never_ran = list(report.tests.values()), report.outcome, report.details, \
                 report.never_ran
-            protections = dict(report.notes.get("protections") or {})
+            protections = dict(report.notes.get(Note.PROTECTIONS) or {})
             if workspace.no_user is not None:  # the worker only knows it was given no uid; this says why
                 protections["separate user"] = f"off: {workspace.no_user}"
-            if isinstance(report.notes.get("peak_rss_bytes"), int):
-                usage["test process peak RSS"] = report.notes["peak_rss_bytes"]
-            if isinstance(report.notes.get("worker_peak_bytes"), int):
-                usage["worker memory cgroup peak"] = report.notes["worker_peak_bytes"]
+            if isinstance(report.notes.get(Note.PEAK_RSS_BYTES), int):
+                usage["test process peak RSS"] = report.notes[Note.PEAK_RSS_BYTES]
+            if isinstance(report.notes.get(Note.WORKER_PEAK_BYTES), int):
+                usage["worker memory cgroup peak"] = report.notes[Note.WORKER_PEAK_BYTES]
             if outcome.grader_failure:
                 # Nothing of this run speaks about the submission: no test is failed for it.
                 tests, never_ran = [], {}
-            elif "import_error" in report.notes:
-                outcome, details = Outcome.NOT_LOADED, {"load_error": str(report.notes["import_error"])}
+            elif Note.IMPORT_ERROR in report.notes:
+                outcome, details = Outcome.NOT_LOADED, {"load_error": str(report.notes[Note.IMPORT_ERROR])}
             elif never_ran:
                 # The log names hidden tests and holds what the submission printed: the staff see it, not the student.
                 print(f"the test run stopped early; the end of its log:\n{log[-2000:]}", file=sys.stderr)
-            preflight = report.notes.get("cuda_preflight")
+            preflight = report.notes.get(Note.CUDA_PREFLIGHT)
             if isinstance(preflight, dict):  # a GPU grade's: the results say whether CUDA started, and where
                 details = {**details, "cuda_preflight": preflight_text(preflight)}
         else:

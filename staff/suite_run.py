@@ -27,7 +27,7 @@ from staff.sandbox import memory, memory_group
 from staff.sandbox.layout import module_names
 from staff.sandbox.settings import default
 from staff.submission import PACKAGE
-from tests.grading import FAILED, NO_GPU_REASON, RECORD_FIELDS, SKIPPED, GradedTest, cuda_available
+from tests.grading import FAILED, NO_GPU_REASON, RECORD_FIELDS, SKIPPED, GradedTest, Note, cuda_available
 
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
 _running: set[subprocess.Popen] = set()  # test runs in progress, so an interrupted grader can end them
@@ -177,14 +177,14 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
     if sandboxed and not timed_out and child.returncode in [-s for s in FROM_OUTSIDE]:
         report.outcome, report.details = Outcome.KILLED, {"signal": signal.Signals(-child.returncode).name}
         return report, log_text
-    if "grader_out_of_memory" in report.notes:  # the sandbox plugin's note: a worker process, at import or a call
+    if Note.GRADER_OUT_OF_MEMORY in report.notes:  # the sandbox plugin's note: a worker process, at import or a call
         report.outcome = Outcome.OUT_OF_MEMORY
-        report.details = {"what": str(report.notes["grader_out_of_memory"]), "memory_limit_bytes": limit}
+        report.details = {"what": str(report.notes[Note.GRADER_OUT_OF_MEMORY]), "memory_limit_bytes": limit}
         return report, log_text
-    if "grader_error" in report.notes:  # the sandbox plugin's note: the worker did not start, before any student code
-        report.outcome, report.details = Outcome.GRADER_ERROR, {"error": str(report.notes["grader_error"])}
+    if Note.GRADER_ERROR in report.notes:  # the sandbox plugin's: the worker did not start, before any student code
+        report.outcome, report.details = Outcome.GRADER_ERROR, {"error": str(report.notes[Note.GRADER_ERROR])}
         return report, log_text
-    preflight = report.notes.get("cuda_preflight")
+    preflight = report.notes.get(Note.CUDA_PREFLIGHT)
     if isinstance(preflight, dict) and preflight.get("passed") is not True:  # the sandbox plugin's: a GPU grade
         report.outcome, report.details = Outcome.CUDA_UNAVAILABLE, {"error": str(preflight.get("said", ""))}
         return report, log_text

@@ -17,6 +17,7 @@ also keeps its expected values to itself.
 
 from __future__ import annotations
 
+import enum
 import importlib.util
 import json
 from dataclasses import dataclass, field
@@ -60,6 +61,20 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 PUBLIC_VISIBILITY, HIDDEN_VISIBILITY = "visible", "after_due_date"
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+class Note(enum.StrEnum):
+    """The kinds of note a grading report holds beside its tests, named once for the two sides that
+    write them (this plugin, the staff's sandbox plugin in the test process) and the grader that reads
+    them (staff/suite_run.py, staff/grade.py)."""
+
+    PROTECTIONS = "protections"  # each protection of the worker: "on", or "off: why"
+    IMPORT_ERROR = "import_error"  # why the submission's package could not be imported
+    CUDA_PREFLIGHT = "cuda_preflight"  # a GPU grade's CUDA start in the confined worker: mode, passed, said
+    GRADER_OUT_OF_MEMORY = "grader_out_of_memory"  # the container, not the code, ran out: what was killed
+    GRADER_ERROR = "grader_error"  # the worker did not start, before any student code
+    WORKER_PEAK_BYTES = "worker_peak_bytes"  # all the worker's memory group held at once
+    PEAK_RSS_BYTES = "peak_rss_bytes"  # the test process's own peak resident memory
 
 
 def cuda_available() -> bool:
@@ -203,7 +218,7 @@ class PointsPlugin:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.report_path is not None:
-            self.note("peak_rss_bytes", peak_rss_bytes())  # what grading cost this process (staff figures)
+            self.note(Note.PEAK_RSS_BYTES, peak_rss_bytes())  # what grading cost this process (staff figures)
         # Printed last, after pytest's own summary, so a student never scrolls up to find it.
         finished = [t for t in self.tests.values() if t.status is not None]
         reporter = config.pluginmanager.get_plugin("terminalreporter")

@@ -24,6 +24,7 @@ from staff.sandbox.keeper import become_subreaper
 from staff.sandbox.layout import PACKAGE, make_shared_folder
 from staff.sandbox.quota import DiskQuota
 from staff.sandbox.worker_route import WorkerRoute
+from tests.grading import Note
 
 
 class RefuseImport(importlib.abc.MetaPathFinder):
@@ -126,9 +127,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if status.get("memory cgroup", confine.ON) == confine.ON or not sandbox.memory_group.startswith(confine.ON):
         status["memory cgroup"] = sandbox.memory_group  # the grader's account: the limit, or why there is none
     if points is not None:
-        points.note("protections", status)
+        points.note(Note.PROTECTIONS, status)
         if sandbox.import_problem is not None:
-            points.note("import_error", sandbox.import_problem)
+            points.note(Note.IMPORT_ERROR, sandbox.import_problem)
     _end_on_shortage(session, sandbox)
 
 
@@ -139,7 +140,7 @@ def _cuda_started(session: pytest.Session, sandbox: Sandbox) -> bool:
     passed, said = sandbox.route.cuda_preflight(sandbox.cuda_preflight, sandbox.worker.startup_timeout_s)
     points = session.config.pluginmanager.get_plugin("points")
     if points is not None:
-        points.note("cuda_preflight", {"mode": sandbox.cuda_preflight, "passed": passed, "said": said})
+        points.note(Note.CUDA_PREFLIGHT, {"mode": sandbox.cuda_preflight, "passed": passed, "said": said})
     if not passed:
         sandbox.cuda_failure = said
         session.shouldstop = "CUDA did not start in the grader's sandbox"
@@ -158,7 +159,10 @@ def _end_on_shortage(session: pytest.Session, sandbox: Sandbox) -> None:
     sandbox.shortage_noted = True
     points = session.config.pluginmanager.get_plugin("points")
     if points is not None:
-        points.note(*(("grader_out_of_memory", shortage) if shortage is not None else ("grader_error", not_started)))
+        if shortage is not None:
+            points.note(Note.GRADER_OUT_OF_MEMORY, shortage)
+        else:
+            points.note(Note.GRADER_ERROR, not_started)
     session.shouldstop = "the grading container ran out of memory" if shortage is not None else \
         "the grader's worker did not start"
 
@@ -202,4 +206,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         sandbox.worker.close(kill=False)
         points = config.pluginmanager.get_plugin("points")
         if points is not None and peak is not None:
-            points.note("worker_peak_bytes", peak)  # all the worker held at once, in-memory files included
+            points.note(Note.WORKER_PEAK_BYTES, peak)  # all the worker held at once, in-memory files included
