@@ -35,6 +35,10 @@ def machine_paths(workspace: Workspace) -> list[tuple[str, str]]:
 
 _BEFORE_PATH = r"[\w.~/-]"  # a path preceded by one of these is the end of another path
 _AFTER_PATH = r"[\w~-]|\.\w"  # and followed by one of these, the start of another name
+# ... unless the character before it is the end of an escape that stands for a separator: a NUL or a
+# newline a submission read from /proc (a command line's NUL-separated words) and that reached the
+# grader as "\x00", "\u0000" or "\n" (shown_text escapes them in the worker)
+_ESCAPED_BEFORE = (r"\\x[0-9a-fA-F]{2}", r"\\u[0-9a-fA-F]{4}", r"\\[nrt0]")
 
 
 def scrub(text: str, paths: list[tuple[str, str]]) -> str:
@@ -43,7 +47,8 @@ def scrub(text: str, paths: list[tuple[str, str]]) -> str:
     makes it (a terminal escape or a bidi override from the submission reaches no TA's screen)."""
     for path, shown in paths:
         after = "" if path.endswith(os.sep) else f"(?!{_AFTER_PATH})"
-        text = re.sub(f"(?<!{_BEFORE_PATH}){re.escape(path)}{after}", lambda _: shown, text)
+        before = "|".join([f"(?<!{_BEFORE_PATH})", *(f"(?<={escape})" for escape in _ESCAPED_BEFORE)])
+        text = re.sub(f"(?:{before}){re.escape(path)}{after}", lambda _: shown, text)
     return shown_text(text)
 
 

@@ -280,3 +280,17 @@ def test_a_child_that_read_a_call_and_died_fails_that_call(monkeypatch):
     worker = _scripted_worker(monkeypatch, first_child_reads=True)
     with pytest.raises(WorkerCrashed, match="exited with code 0"):
         worker._request({"op": "ping"}, [], time.monotonic() + 10)
+
+
+def test_a_path_after_an_escaped_separator_is_scrubbed():
+    # A submission that read its parent's /proc/PID/cmdline (in the worker's PID namespace, the zygote:
+    # "python ... SCRATCH/code/worker.py SCRATCH/grader/launch.json", NUL-separated) raised it; the worker
+    # escaped the NULs to "\x00", and the path after each, preceded by "0", read as the end of another
+    # path and reached results.json. Mistakes caught: that, and scrubbing a path inside another name.
+    from staff.scrub import scrub
+
+    paths = [("/tmp/staff-grade-abc", "<grading folder>")]
+    raised = r"python\x00-I\x00/tmp/staff-grade-abc/code/worker.py\x00/tmp/staff-grade-abc/grader/launch.json"
+    assert "/tmp/staff-grade-abc" not in scrub(raised, paths)
+    assert "/tmp/staff-grade-abc" not in scrub(r"a\u0000/tmp/staff-grade-abc/x\n/tmp/staff-grade-abc/y", paths)
+    assert scrub("mine/tmp/staff-grade-abc", paths) == "mine/tmp/staff-grade-abc"
