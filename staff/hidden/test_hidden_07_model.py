@@ -1,6 +1,8 @@
 """Hidden tests, Problem 7: a 1-D input, any number of leading dimensions, a Cruncher with no hidden
-layer, gradients reaching every weight, and parameters that are frozen or shared. Expected values
-are matmul chains and autograd gradients computed here; counts are closed forms.
+layer, gradients reaching every weight, parameters that are frozen or shared, and a Cruncher made of
+your own Linear layers as Problems 8 to 11 use it (gradients reaching your weights; bfloat16 under
+autocast). Expected values are matmul chains, autograd gradients and autocast results computed here;
+counts are closed forms.
 
 PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
 """

@@ -1,6 +1,7 @@
 """Hidden tests, Problem 8: resuming after every step, three parameters in two groups with missing
-gradients, float32 parameters, a zero learning rate, the state's shape and dtype, and the
-accounting at the edges. Expected values come from the lecture's rule written out here.
+gradients, float32 parameters, a zero learning rate, the state's shape and dtype, the
+accounting at the edges, and an optimizer built from model.parameters() and resumed through
+torch.save, as Problems 10 and 11 use it. Expected values come from the lecture's rule written out here.
 
 PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
 """

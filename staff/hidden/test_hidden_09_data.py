@@ -1,6 +1,6 @@
 """Hidden tests, Problem 9: more token dtypes, dtypes that are not token dtypes, the first and last
-valid start, token values that only fit in 64 bits, tiny and exact sizes, and reading a uint16 file
-sparsely. Token files are written here with numpy's tofile(); expected windows are read back from
+valid start, token values that only fit in 64 bits, tiny and exact sizes, reading a uint16 file
+sparsely, and open_tokens then get_batch as Problem 11's step_batch calls them. Token files are written here with numpy's tofile(); expected windows are read back from
 the arrays written.
 
 PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
