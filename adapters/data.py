@@ -104,3 +104,23 @@ def run_get_batch_from_global_seed(tokens: np.ndarray, batch_size: int, context_
         torch.manual_seed(seed)
         again = data.get_batch(tokens, batch_size, context_length, "cpu")[0]
     return {"first": first, "second": second, "again": again}
+
+
+@routed
+def run_step_batch_use(path: str, dtype: str, batch_size: int, context_length: int, seed: int) -> dict:
+    """get_batch as Problem 11's step_batch calls it (handout/11_train.md §11.1): the tokens from
+    open_tokens(path, np.<dtype>), given as numpy's scalar type (np.uint16, as TOKEN_DTYPE is), not a
+    string; then get_batch(tokens, batch_size, context_length, generator=g), the generator by keyword and
+    no device, twice, each time with a new CPU generator seeded `seed`: {"inputs", "targets" (the first
+    call's), "again_inputs", "again_targets" (the second call's)}."""
+    import torch
+
+    from cs336_basics import data
+
+    tokens = data.open_tokens(path, getattr(np, dtype))
+    with Pinning():
+        inputs, targets = data.get_batch(tokens, batch_size, context_length,
+                                         generator=torch.Generator().manual_seed(seed))
+        again_inputs, again_targets = data.get_batch(tokens, batch_size, context_length,
+                                                     generator=torch.Generator().manual_seed(seed))
+    return {"inputs": inputs, "targets": targets, "again_inputs": again_inputs, "again_targets": again_targets}

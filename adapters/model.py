@@ -254,3 +254,58 @@ def run_cruncher_gradients(
     cruncher.load_state_dict(state_dict)
     cruncher(x).sum().backward()
     return {name: None if p.grad is None else p.grad.detach().clone() for name, p in cruncher.named_parameters()}
+
+
+def _own_cruncher(dim: int, num_layers: int, state_dict: dict[str, torch.Tensor]) -> torch.nn.Module:
+    """The student's Cruncher(dim, num_layers) built with the student's own Linear layers (no stand-in
+    Linear: these tests grade Linear and Cruncher together, as Problems 8, 10 and 11 use them), its
+    weights drawn by the stand-in initializer and then replaced by `state_dict` (`_load_weights`)."""
+    from cs336_basics import model
+
+    with _stand_in_init():
+        cruncher = model.Cruncher(dim, num_layers)
+    _load_weights(cruncher, state_dict)
+    return cruncher
+
+
+@routed
+def run_own_cruncher_gradients(
+    dim: int, num_layers: int, state_dict: dict[str, torch.Tensor], x: torch.Tensor
+) -> dict:
+    """Cruncher(dim, num_layers) made of your own Linear layers, with the given weights; the sum of
+    its outputs on x, backward, as a training step does: {"requires_grad": whether the output
+    requires a gradient (backward runs only then), "grads": the gradient of each tensor that
+    model.parameters() yields, by name (None for one that got none)}."""
+    cruncher = _own_cruncher(dim, num_layers, state_dict)
+    out = cruncher(x)
+    requires_grad = isinstance(out, torch.Tensor) and out.requires_grad
+    if requires_grad:
+        out.sum().backward()
+    found = {id(p) for p in cruncher.parameters()}
+    return {"requires_grad": bool(requires_grad),
+            "grads": {name: None if p.grad is None else p.grad.detach().clone()
+                      for name, p in cruncher.named_parameters() if id(p) in found}}
+
+
+@routed
+def run_own_cruncher_autocast(
+    dim: int, num_layers: int, state_dict: dict[str, torch.Tensor], x: torch.Tensor
+) -> dict:
+    """Cruncher(dim, num_layers) made of your own Linear layers, with the given weights, run on x under
+    torch.autocast(device_type="cpu", dtype=torch.bfloat16) as §11.4 runs it: {"output": the output,
+    "linear": the first Linear(dim, dim)'s output on x under the same autocast (None with no hidden
+    layer), "parameter_dtypes": the parameters' dtypes by name afterwards, as "float32"}."""
+    from cs336_basics import model
+
+    cruncher = _own_cruncher(dim, num_layers, state_dict)
+    linear = None
+    if num_layers:
+        with _stand_in_init():
+            layer = model.Linear(dim, dim)
+        layer.load_state_dict({"weight": state_dict["layers.0.weight"]})
+        with torch.no_grad(), torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            linear = layer(x)
+    with torch.no_grad(), torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        output = cruncher(x)
+    return {"output": output, "linear": linear,
+            "parameter_dtypes": {name: str(p.dtype).removeprefix("torch.") for name, p in cruncher.named_parameters()}}

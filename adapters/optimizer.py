@@ -153,3 +153,64 @@ def run_adagrad_step_with_gradient_closure(param: torch.Tensor, stale_grad: torc
 
     optimizer.AdaGrad([tensor], lr=0.1).step(closure)
     return {"seen": seen[0] if seen else None, "param": tensor.detach().clone()}
+
+
+@routed
+def run_adagrad_on_a_model(weights: list[torch.Tensor], batches: list[tuple[torch.Tensor, torch.Tensor]],
+                           lr: float, resume_after: int) -> dict:
+    """Train a torch model (bias-free torch.nn.Linear layers in an nn.Sequential, applied as x @ w for
+    each (d_in, d_out) weight in `weights`, outputs squeezed to one number per example) with your
+    optimizer built as §11.2 writes it, AdaGrad(model.parameters(), lr=lr): per batch (x, y),
+    loss = mean((model(x) - y) ** 2), backward, step(), zero_grad(set_to_none=True).
+
+    Then again from the same weights, for `resume_after` steps; save {"model": model.state_dict(),
+    "optimizer": optimizer.state_dict()} with torch.save, load it with torch.load(weights_only=True)
+    into a new model and a new AdaGrad(new_model.parameters(), lr=lr), and run the remaining batches.
+
+    Returns:
+        {"params": [after each step, each weight as (d_in, d_out)], "grads": [each step's gradient of
+         each weight as (d_in, d_out), None where it had none], "resumed": each weight after the
+         resumed run}.
+    """
+    import io
+
+    from cs336_basics import optimizer
+
+    def model_of(values: list[torch.Tensor]) -> torch.nn.Sequential:
+        layers = []
+        for w in values:
+            layer = torch.nn.Linear(w.shape[0], w.shape[1], bias=False)
+            with torch.no_grad():
+                layer.weight.copy_(w.detach().T)
+            layers.append(layer)
+        return torch.nn.Sequential(*layers)
+
+    def steps(model, opt, todo, record: bool) -> tuple[list, list]:
+        params, grads = [], []
+        for x, y in todo:
+            loss = (model(x)[:, 0] - y).square().mean()
+            loss.backward()
+            if record:
+                grads.append([None if layer.weight.grad is None else layer.weight.grad.detach().T.clone()
+                              for layer in model])
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            if record:
+                params.append([layer.weight.detach().T.clone() for layer in model])
+        return params, grads
+
+    model = model_of(weights)
+    params, grads = steps(model, optimizer.AdaGrad(model.parameters(), lr=lr), batches, True)
+    model = model_of(weights)
+    opt = optimizer.AdaGrad(model.parameters(), lr=lr)
+    steps(model, opt, batches[:resume_after], False)
+    buffer = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, buffer)
+    buffer.seek(0)
+    saved = torch.load(buffer, weights_only=True)
+    model = model_of(weights)
+    model.load_state_dict(saved["model"])
+    opt = optimizer.AdaGrad(model.parameters(), lr=lr)
+    opt.load_state_dict(saved["optimizer"])
+    steps(model, opt, batches[resume_after:], False)
+    return {"params": params, "grads": grads, "resumed": [layer.weight.detach().T.clone() for layer in model]}

@@ -266,6 +266,63 @@ def check_links(repo: Path, points: Totals) -> list[Finding]:
     return [Finding(page, message) for page, message in check_pages(repo)]
 
 
+USES = "staff/hidden/uses.toml"  # beside the hidden tests: its entries name them, which nothing students see may
+
+
+def _test_names(path: Path) -> set[str]:
+    """The names of the test functions a test file defines at module level, read with `ast` (no pytest run)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_")}
+
+
+def check_uses(repo: Path, points: Totals) -> list[Finding]:
+    """Every use of an earlier problem's code by a later problem or its page (USES) names the
+    handout section that makes it and at least one test, and each test it names exists (`path::name`, a
+    test function of that file, parsed with `ast`) and belongs to the used problem: a mistake in the way
+    a later problem uses the code must cost points in the problem that wrote it."""
+    text = _read(repo, USES)
+    if text is None:
+        return [Finding(USES, "missing: the inventory of where a problem uses an earlier problem's code")]
+    uses = tomllib.loads(text).get("use", [])
+    if not uses:
+        return [Finding(USES, "lists no [[use]]")]
+    found, names = [], {}
+    for index, use in enumerate(uses, 1):
+        user, used = use.get("user"), use.get("used")
+        label = f"use {index} (Problem {used} in Problem {user})"
+        if user not in PROBLEMS or used not in PROBLEMS:
+            found.append(Finding(USES, f"{label}: user and used must be declared problems (PROBLEMS)"))
+            continue
+        if not str(use.get("how", "")).strip():
+            found.append(Finding(USES, f"{label}: says nothing under 'how'", used))
+        section = re.fullmatch(r"(\S+\.md) §(\d+)\.(\d+)", str(use.get("section", "")))
+        page = _read(repo, section.group(1)) if section else None
+        if section is None or page is None or not re.search(
+                rf"^## {section.group(2)}\.{section.group(3)} ", page, re.MULTILINE):
+            found.append(Finding(USES, f"{label}: its section {use.get('section')!r} must be 'handout/<page>.md §N.k', "
+                                 "a heading of that page", used))
+        tests = use.get("tests", [])
+        if not tests:
+            found.append(Finding(USES, f"{label}: names no test of Problem {used} that uses its code this way", used))
+        for node_id in tests:
+            path, _, name = str(node_id).partition("::")
+            name = name.split("[", 1)[0]
+            file = repo / path
+            if not name or not file.is_file() or files.problem_of_test_file(file) != used \
+                    or file.parent.resolve() not in {(repo / files.PUBLIC_TESTS).resolve(),
+                                                     (repo / files.HIDDEN_TESTS).resolve()}:
+                found.append(Finding(USES, f"{label}: {node_id!r} is not a test of Problem {used} "
+                                     f"(tests/test_{used:02d}_*.py::name or staff/hidden/test_hidden_{used:02d}_*.py"
+                                     "::name)", used))
+                continue
+            if path not in names:
+                names[path] = _test_names(file)
+            if name not in names[path]:
+                found.append(Finding(USES, f"{label}: {path} defines no test {name}", used))
+    return found
+
+
 CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "declarations": check_declarations,
     "test files": check_test_files,
@@ -279,6 +336,7 @@ CHECKS: dict[str, Callable[[Path, Totals], list[Finding]]] = {
     "figures": check_figures,
     "equivalent mutants": check_equivalent_mutants,
     "links": check_links,
+    "uses name their tests": check_uses,
 }
 
 

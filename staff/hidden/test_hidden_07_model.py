@@ -1,6 +1,8 @@
 """Hidden tests, Problem 7: a 1-D input, any number of leading dimensions, a Cruncher with no hidden
-layer, gradients reaching every weight, and parameters that are frozen or shared. Expected values
-are matmul chains and autograd gradients computed here; counts are closed forms.
+layer, gradients reaching every weight, parameters that are frozen or shared, and a Cruncher made of
+your own Linear layers as Problems 8 to 11 use it (gradients reaching your weights; bfloat16 under
+autocast). Expected values are matmul chains, autograd gradients and autocast results computed here;
+counts are closed forms.
 
 PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
 """
@@ -76,7 +78,7 @@ def test_cruncher_init_follows_the_global_seed_and_draws_each_layer_anew(seed_ev
                      "its own weights): initialization draws from torch's global generator, which the caller seeds")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_cruncher_with_no_hidden_layer():
     dim = 5
     got = A.run_cruncher_init(dim, 0)
@@ -88,7 +90,7 @@ def test_cruncher_with_no_hidden_layer():
                  "final layer alone", inputs=f"x {describe(x)}", see=f"{SEE} §7.2")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 @given(st.integers(1, 8), st.integers(1, 8), st.integers(0, 4))
 def test_cruncher_forward_of_any_size(batch, dim, num_layers):
     state = {name: torch.randn(shape) / math.sqrt(dim) for name, shape in names_and_shapes(dim, num_layers).items()}
@@ -127,3 +129,55 @@ def test_num_parameters_counts_frozen_and_shared_parameters_once_each():
         check_equal(A.run_num_parameters(sizes, bias, False, **options), expected,
                     what="num_parameters: every parameter, frozen ones too, a shared one once",
                     inputs=f"nn.Sequential of nn.Linear{sizes}, bias={bias}, {what}", see=f"{SEE} §7.3")
+
+
+# Problems 8, 10 and 11 use your Linear and Cruncher together (staff/hidden/uses.toml): AdaGrad finds the
+# weights through model.parameters() and steps them with their gradients, and §11.4 runs the model under
+# autocast. The tests above build the Cruncher with a stand-in Linear; these two build it with yours.
+OWN_LINEAR = "made of your own Linear layers"
+BFLOAT16 = dict(atol=3e-2, rtol=3e-2)  # bfloat16 keeps 8 bits of mantissa: about 0.4% per rounding, a few per chain
+
+
+@pytest.mark.points(0.5)
+def test_gradients_reach_your_own_linear_weights_through_your_cruncher():
+    # Catches a Linear whose forward uses the weight's value but not the weight itself (self.weight.data,
+    # self.weight.detach()): the outputs are right, yet AdaGrad(model.parameters()) never sees a gradient.
+    dim, num_layers = 5, 2
+    state = {name: torch.randn(shape) / math.sqrt(dim) for name, shape in names_and_shapes(dim, num_layers).items()}
+    x = torch.randn(6, dim)
+    leaves = {name: t.clone().requires_grad_() for name, t in state.items()}
+    chain(leaves, num_layers, x).sum().backward()
+    got = A.run_own_cruncher_gradients(dim, num_layers, state, x)
+    inputs = f"Cruncher({dim}, {num_layers}) {OWN_LINEAR}, x {describe(x)}, loss = sum of outputs, backward"
+    check_equal(got["requires_grad"], True, what="the output requires a gradient (it depends on the weights, "
+                "nn.Parameters that require one)", inputs=inputs, see=f"{SEE} §7.1")
+    check_equal(sorted(got["grads"]), sorted(state), what="the parameters model.parameters() yields, by name",
+                inputs=inputs, see=f"{SEE} §7.2")
+    for name, leaf in leaves.items():
+        assert got["grads"][name] is not None, explain(
+            f"the gradient of {name}", inputs=inputs, expected="a tensor", see=f"{SEE} §7.1",
+            got="None (forward must use the parameter itself, not self.weight.data or a detached copy)")
+        check_tensor(got["grads"][name], leaf.grad, **FLOAT32, inputs=inputs, see=f"{SEE} §7.1",
+                     what=f"gradient of {name} (autograd of the matmul chain)")
+
+
+@pytest.mark.points(0.5)
+def test_your_cruncher_runs_in_bfloat16_under_autocast():
+    # Catches a Linear that computes outside autocast's reach (in float64, or as a broadcast product and a
+    # sum instead of a matmul): under torch.autocast(bfloat16) its output stays float32, and §11.4's mixed
+    # precision never happens. Expected values: the same chain computed here under the same autocast.
+    dim, num_layers = 8, 2
+    state = {name: torch.randn(shape) / math.sqrt(dim) for name, shape in names_and_shapes(dim, num_layers).items()}
+    x = torch.randn(4, dim)
+    with torch.no_grad(), torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        expected, expected_linear = chain(state, num_layers, x), x @ state["layers.0.weight"]
+    got = A.run_own_cruncher_autocast(dim, num_layers, state, x)
+    inputs = (f"Cruncher({dim}, {num_layers}) {OWN_LINEAR}, x {describe(x)}, run under "
+              "torch.autocast(device_type='cpu', dtype=torch.bfloat16)")
+    check_tensor(got["linear"], expected_linear, **BFLOAT16, inputs=inputs, see=f"{SEE} §7.1 and "
+                 "handout/11_train.md §11.4", what="the first Linear's output under autocast: bfloat16 (autocast "
+                 "casts a matmul's operands), x @ weight")
+    check_tensor(got["output"], expected, **BFLOAT16, inputs=inputs, see=f"{SEE} §7.2 and handout/11_train.md §11.4",
+                 what="the Cruncher's output under autocast: bfloat16, the matmul chain")
+    check_equal(got["parameter_dtypes"], {name: "float32" for name in state}, inputs=inputs,
+                see="handout/11_train.md §11.4", what="the parameters' dtypes after the forward: they stay float32")

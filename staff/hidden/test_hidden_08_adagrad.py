@@ -1,6 +1,7 @@
 """Hidden tests, Problem 8: resuming after every step, three parameters in two groups with missing
-gradients, float32 parameters, a zero learning rate, the state's shape and dtype, and the
-accounting at the edges. Expected values come from the lecture's rule written out here.
+gradients, float32 parameters, a zero learning rate, the state's shape and dtype, the
+accounting at the edges, and an optimizer built from model.parameters() and resumed through
+torch.save, as Problems 10 and 11 use it. Expected values come from the lecture's rule written out here.
 
 PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
 """
@@ -66,7 +67,7 @@ def test_two_groups_with_missing_gradients():
                      see=f"{SEE} §8.2")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_float32_parameters():
     params, grads = run(3, torch.float32)
     got = A.run_adagrad(params, grads, lr=0.1)
@@ -197,3 +198,45 @@ def test_adagrad_leaves_the_gradients_as_they_were():
     check_equal(got["changed_grads"], [], what="[step, parameter] of each .grad the step wrote into (compute "
                 "new tensors from p.grad; leave it as it was)", inputs="3 float64 parameters, 3 steps, lr=0.1",
                 see=f"{SEE} §8.1")
+
+
+@pytest.mark.points(0.5)
+def test_adagrad_built_from_a_models_parameters_and_resumed_through_torch_save():
+    # As Problem 11 builds it (handout/11_train.md §11.2) and Problem 10 saves it (staff/hidden/uses.toml):
+    # AdaGrad(model.parameters(), lr) gets a generator, which can be read once. Catches an __init__ that
+    # reads it before handing it to torch.optim.Optimizer (a loop that checks each parameter, a list of
+    # them kept aside): built from a list, it works; built from a model, it gets no parameters or skips
+    # them. The model is torch's own (bias-free nn.Linear layers), so only your AdaGrad is graded here.
+    dims, batches = [(6, 6), (6, 4), (4, 1)], []
+    weights = [torch.randn(d_in, d_out) / d_in**0.5 for d_in, d_out in dims]
+    for _ in range(4):
+        batches.append((torch.randn(8, 6), torch.rand(8)))
+    inputs = ("a torch model of bias-free nn.Linear layers (weights (6, 6), (6, 4), (4, 1)), "
+              "AdaGrad(model.parameters(), lr=0.1), 4 steps of loss = mean((model(x) - y) ** 2), "
+              "backward, step, zero_grad(set_to_none=True)")
+    try:
+        got = A.run_adagrad_on_a_model(weights, batches, 0.1, 2)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the student's error, shown with what was called
+        raise AssertionError(explain("AdaGrad built from model.parameters() (a generator, which can be read once) "
+                                     "and stepped", inputs=inputs, expected="4 steps run",
+                                     got=f"{type(error).__name__}: {error}", see=f"{SEE} §8.2")) from error
+    for step, grads in enumerate(got["grads"]):
+        missing = [i for i, g in enumerate(grads) if g is None]
+        check_equal(missing, [], what=f"weights without a gradient at step {step + 1} (none: the loss depends on "
+                    "every weight)", inputs=inputs, see=f"{SEE} §8.2")
+    # Against your AdaGrad built from a list of the same starting weights and given the same gradients
+    # (what is tested is the optimizer built from a model, not the update rule).
+    expected = A.run_adagrad(weights, got["grads"], lr=0.1)["params"]
+    for i, (g, e) in enumerate(zip(got["params"][-1], expected)):
+        check_tensor(g, e, atol=1e-6, rtol=1e-5, inputs=inputs, see=f"{SEE} §8.2",
+                     what=f"weight {i} after 4 steps, against your AdaGrad built from a list and given the same "
+                          f"gradients ({ASSUMES})")
+    resumed = ("the same 4 steps, but after step 2 torch.save({'model': model.state_dict(), 'optimizer': "
+               "optimizer.state_dict()}), torch.load(weights_only=True), a new model and a new "
+               "AdaGrad(model.parameters(), lr=0.1), load_state_dict both, 2 more steps")
+    for i, (r, s) in enumerate(zip(got["resumed"], got["params"][-1])):
+        assert torch.equal(r, s), explain(f"weight {i} after resuming through torch.save and torch.load: "
+                                          "bit-identical to the straight run", inputs=resumed, expected=s, got=r,
+                                          see=f"{SEE} §8.2")

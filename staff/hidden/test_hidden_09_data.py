@@ -1,7 +1,7 @@
 """Hidden tests, Problem 9: more token dtypes, dtypes that are not token dtypes, the first and last
-valid start, token values that only fit in 64 bits, tiny and exact sizes, and reading a uint16 file
-sparsely. Token files are written here with numpy's tofile(); expected windows are read back from
-the arrays written.
+valid start, token values that only fit in 64 bits, tiny and exact sizes, reading a uint16 file
+sparsely, and open_tokens then get_batch as Problem 11's step_batch calls them. Token files are
+written here with numpy's tofile(); expected windows are read back from the arrays written.
 
 PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's source.
 """
@@ -58,7 +58,7 @@ def check_windows(got: dict, tokens: np.ndarray, batch_size: int, context_length
     return starts
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_open_tokens_of_more_integer_dtypes(tmp_path):
     for dtype in ["int8", "uint8", "int64", "uint32", "<u2"]:
         info = np.iinfo(np.dtype(dtype))
@@ -270,3 +270,30 @@ def test_get_batch_device_defaults_to_the_cpu(seed_everything):
     check_windows(got, tokens, 4, 3, inputs)
     check_equal([got[name].device.type for name in ("inputs", "targets")], ["cpu", "cpu"], inputs=inputs,
                 what="where inputs and targets are (device's default is \"cpu\")", see=f"{SEE} §9.2")
+
+
+@pytest.mark.points(0.5)
+def test_get_batch_as_step_batch_calls_it(tmp_path, seed_everything):
+    # As Problem 11's step_batch uses this problem's code (handout/11_train.md §11.1; staff/hidden/uses.toml):
+    # open_tokens(path, np.uint16), the dtype given as numpy's scalar type (TOKEN_DTYPE), not a string
+    # or an np.dtype; get_batch with the generator by keyword and no device, a new generator seeded
+    # seed + step each step, so the same step gives the same batch. Catches an open_tokens that turns
+    # only strings into an np.dtype (np.uint16 has no .kind or .itemsize of its own).
+    tokens = np.arange(2**16 - 300, 2**16, dtype=np.int64).astype(np.uint16)  # values past int16's range
+    path = write(tmp_path / "train.bin", tokens)
+    inputs = (f"tokens = open_tokens(path, np.uint16) on 300 uint16 tokens from {2**16 - 300} up; twice, "
+              "get_batch(tokens, 8, 16, generator=torch.Generator().manual_seed(s))")
+    try:
+        got = A.run_step_batch_use(path, "uint16", 8, 16, seed_everything)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the student's error, shown with what was called
+        raise AssertionError(explain("open_tokens with numpy's scalar type np.uint16 (anything np.dtype() accepts), "
+                                     "then get_batch(..., generator=g)", inputs=inputs, expected="a batch",
+                                     got=f"{type(error).__name__}: {error}", see=f"{SEE} §9.1")) from error
+    first = check_windows({"inputs": got["inputs"], "targets": got["targets"]}, tokens, 8, 16, inputs, dtype=True)
+    again = check_windows({"inputs": got["again_inputs"], "targets": got["again_targets"]}, tokens, 8, 16, inputs,
+                          dtype=True)
+    check_equal(again, first, what="the starts of the second call: the same as the first (a new generator seeded "
+                "the same gives the same batch, as Problem 11's step i draws with seed + i)", inputs=inputs,
+                see=f"{SEE} §9.2")

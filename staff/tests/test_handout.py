@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from staff.check import CHECKS, fix_stated, report, run_checks
+from staff.check import CHECKS, USES, check_uses, fix_stated, report, run_checks
 from staff.cli import main
 from staff.grade import REPO_ROOT
 from staff.selection import collect_only
@@ -202,3 +203,54 @@ def test_a_tests_table_row_citing_another_section_than_its_test_is_named(tree, t
          "| `test_adagrad_default_lr_is_0_01` | §8.2 |")
     assert "tests/test_08_adagrad.py: test_adagrad_default_lr_is_0_01 cites ['§8.1']; its row in " \
         "handout/08_adagrad.md says §8.2" in findings(tree, tests)
+
+
+def uses_findings(tree: Path, tests) -> list[str]:
+    return [str(f) for f in check_uses(tree, Totals(tuple(tests)))]
+
+
+PLANTED_USE = """
+[[use]]
+user = 11
+used = 8
+section = "handout/11_train.md §11.2"
+how = "train steps AdaGrad after every backward."
+tests = []
+"""
+
+
+def test_a_use_that_names_no_test_is_named(tree, tests):
+    # Mistake this catches: a later problem starts using an earlier one's code in a new way (an entry added
+    # to the inventory) and no test of the earlier problem calls it that way yet.
+    with (tree / USES).open("a", encoding="utf-8") as inventory:
+        inventory.write(PLANTED_USE)
+    count = len(tomllib.loads((tree / USES).read_text(encoding="utf-8"))["use"])
+    assert uses_findings(tree, tests) == [f"{USES}: use {count} (Problem 8 in Problem 11): names no test of Problem 8 "
+                                          "that uses its code this way"]
+
+
+def test_a_use_naming_a_test_that_does_not_exist_is_named(tree, tests):
+    # Mistake this catches: a test renamed (or deleted) while the inventory still points at its old name.
+    edit(tree / USES, "test_hidden_09_data.py::test_get_batch_as_step_batch_calls_it",
+         "test_hidden_09_data.py::test_get_batch_as_step_batch_called_it")
+    assert len(found := uses_findings(tree, tests)) == 1
+    assert "staff/hidden/test_hidden_09_data.py defines no test test_get_batch_as_step_batch_called_it" in found[0]
+
+
+def test_a_use_naming_another_problems_test_or_a_missing_section_is_named(tree, tests):
+    # Mistake this catches: the test that covers the use belongs to the problem that uses the code (the
+    # points would again be lost in the wrong problem), or the section cited was renumbered away.
+    edit(tree / USES, '"staff/hidden/test_hidden_09_data.py::test_get_batch_as_step_batch_calls_it"',
+         '"staff/hidden/test_hidden_11_train.py::test_step_batch_of_the_only_window"')
+    edit(tree / USES, 'section = "handout/11_train.md §11.1"', 'section = "handout/11_train.md §11.9"')
+    found = uses_findings(tree, tests)
+    assert len(found) == 2
+    assert "its section 'handout/11_train.md §11.9' must be" in found[0]
+    assert "'staff/hidden/test_hidden_11_train.py::test_step_batch_of_the_only_window' is not a test of Problem 9" \
+        in found[1]
+
+
+def test_a_missing_inventory_is_named(tree, tests):
+    (tree / USES).unlink()
+    assert uses_findings(tree, tests) == [f"{USES}: missing: the inventory of where a problem uses an earlier "
+                                          "problem's code"]
