@@ -19,23 +19,24 @@ from staff.sandbox.settings import Settings
 
 @functools.cache
 def no_pid_namespace() -> str | None:
-    """Why a worker started by this process would get no PID namespace (None where it would): a
-    forked child makes the namespaces as the worker's launcher does, and says how it went."""
+    """Why a worker started by this process would get no PID namespace (None where it would): a child
+    process makes the namespaces as the worker's launcher does, and says how it went. (A new process,
+    not a fork: a batch asks from one of its grading threads.)"""
+    import subprocess
+    import sys
+
     from staff.sandbox import confine
 
-    reading, writing = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            os.close(reading)
-            os.write(writing, confine.new_namespaces()["pid"].encode()[:4000])
-        finally:
-            os._exit(0)
-    os.close(writing)
-    with os.fdopen(reading, "rb") as pipe:
-        status = pipe.read().decode(errors="replace")
-    os.waitpid(child, 0)
-    return None if status == confine.ON else status.removeprefix("off: ") or "the probe said nothing"
+    probe = "import sys; sys.path.insert(0, sys.argv[1]); import confine; print(confine.new_namespaces()['pid'])"
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", probe, os.path.dirname(confine.__file__)],
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"the probe could not run: {error}"
+    status = done.stdout.strip()
+    if status == confine.ON:
+        return None
+    return status.removeprefix("off: ") or f"the probe said nothing ({done.stderr[-200:]})"
 
 
 def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi: int | None = None,
