@@ -24,6 +24,19 @@ def explain(what: str, *, inputs: Any, expected: Any, got: Any, see: str) -> str
     return f"{what}\n  input:    {inputs}\n  expected: {shown(expected)}\n  got:      {shown(got)}{SEE_LINE}{see}"
 
 
+def call_explained(function: Callable[..., Any], *args: Any, what: str, inputs: Any, expected: Any,
+                   see: str) -> Any:
+    """`function(*args)`; an error raised in the student's code becomes a failure that says what was
+    called and what was expected (a stub's NotImplementedError passes through as itself)."""
+    try:
+        return function(*args)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the student's error, shown with what was called
+        raise AssertionError(explain(what, inputs=inputs, expected=expected,
+                                     got=f"{type(error).__name__}: {error}", see=see)) from error
+
+
 def check_equal(got: Any, expected: Any, *, what: str, inputs: Any, see: str) -> None:
     """Exact equality (ints, bools, tuples of them)."""
     assert got == expected, explain(what, inputs=inputs, expected=expected, got=got, see=see)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from adapters import optimizer as A
-from tests.checks import check_equal, check_tensor, explain
+from tests.checks import call_explained, check_equal, check_tensor, explain
 from tests.test_08_adagrad import ASSUMES, adagrad_by_hand, alone, check_training_step_memory
 
 pytestmark = pytest.mark.problem(8)
@@ -214,14 +214,9 @@ def test_adagrad_built_from_a_models_parameters_and_resumed_through_torch_save()
     inputs = ("a torch model of bias-free nn.Linear layers (weights (6, 6), (6, 4), (4, 1)), "
               "AdaGrad(model.parameters(), lr=0.1), 4 steps of loss = mean((model(x) - y) ** 2), "
               "backward, step, zero_grad(set_to_none=True)")
-    try:
-        got = A.run_adagrad_on_a_model(weights, batches, 0.1, 2)
-    except NotImplementedError:
-        raise
-    except Exception as error:  # noqa: BLE001 - the student's error, shown with what was called
-        raise AssertionError(explain("AdaGrad built from model.parameters() (a generator, which can be read once) "
-                                     "and stepped", inputs=inputs, expected="4 steps run",
-                                     got=f"{type(error).__name__}: {error}", see=f"{SEE} §8.2")) from error
+    got = call_explained(A.run_adagrad_on_a_model, weights, batches, 0.1, 2,
+                         what="AdaGrad built from model.parameters() (a generator, which can be read once) and stepped",
+                         inputs=inputs, expected="4 steps run", see=f"{SEE} §8.2")
     for step, grads in enumerate(got["grads"]):
         missing = [i for i, g in enumerate(grads) if g is None]
         check_equal(missing, [], what=f"weights without a gradient at step {step + 1} (none: the loss depends on "

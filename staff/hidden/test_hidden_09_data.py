@@ -16,7 +16,7 @@ import torch
 
 from adapters import data as A
 from adapters._instrument import resident_bytes
-from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, explain, write_token_file
+from tests.checks import VALID_FIRST, call_explained, check_equal, check_raises, check_tensor, explain, write_token_file
 from tests.test_09_data import DTYPE_ELSEWHERE, READ_ONLY, as_int64, write_tokens
 
 pytestmark = pytest.mark.problem(9)
@@ -283,14 +283,9 @@ def test_get_batch_as_step_batch_calls_it(tmp_path, seed_everything):
     path = write(tmp_path / "train.bin", tokens)
     inputs = (f"tokens = open_tokens(path, np.uint16) on 300 uint16 tokens from {2**16 - 300} up; twice, "
               "get_batch(tokens, 8, 16, generator=torch.Generator().manual_seed(s))")
-    try:
-        got = A.run_step_batch_use(path, "uint16", 8, 16, seed_everything)
-    except NotImplementedError:
-        raise
-    except Exception as error:  # noqa: BLE001 - the student's error, shown with what was called
-        raise AssertionError(explain("open_tokens with numpy's scalar type np.uint16 (anything np.dtype() accepts), "
-                                     "then get_batch(..., generator=g)", inputs=inputs, expected="a batch",
-                                     got=f"{type(error).__name__}: {error}", see=f"{SEE} §9.1")) from error
+    got = call_explained(A.run_step_batch_use, path, "uint16", 8, 16, seed_everything,
+                         what="open_tokens with numpy's scalar type np.uint16 (anything np.dtype() accepts), then "
+                         "get_batch(..., generator=g)", inputs=inputs, expected="a batch", see=f"{SEE} §9.1")
     first = check_windows({"inputs": got["inputs"], "targets": got["targets"]}, tokens, 8, 16, inputs, dtype=True)
     again = check_windows({"inputs": got["again_inputs"], "targets": got["again_targets"]}, tokens, 8, 16, inputs,
                           dtype=True)
