@@ -68,8 +68,7 @@ def _confine(config: dict, status: dict[str, str]) -> None:
                        "signals out": each if abi >= 6 else confine.off(f"Landlock ABI {abi} < 6"),
                        "tcp": each if abi >= 4 else confine.off(f"Landlock ABI {abi} < 4")})
     elif config["landlock"]:
-        restricted = landlock_rules.landlock([config["code"], *config["read_only"]],
-                                             [config["folder"], config["shared"]], config["devices"])
+        restricted = _landlock(config)
         status.update({"file access": restricted["files"], "signals out": restricted["signals"],
                        "tcp": restricted["tcp"]})
     if config.get("seccomp", True):
@@ -77,6 +76,14 @@ def _confine(config: dict, status: dict[str, str]) -> None:
                                                               namespace_init=os.getpid() == 1)
         if config.get("cuda") and status["system calls"].startswith(confine.ON):
             status["system calls"] += "; each child stacks the CPU grade's filter once it has started CUDA"
+
+
+def _landlock(config: dict, own_proc: bool = False) -> dict[str, str]:
+    """The worker's Landlock: read its code and the environment, write its folders, use the devices."""
+    import landlock_rules
+
+    return landlock_rules.landlock([config["code"], *config["read_only"]], [config["folder"], config["shared"]],
+                                   config["devices"], own_proc=own_proc)
 
 
 def confine_child(config: dict) -> None:
@@ -90,9 +97,8 @@ def confine_child(config: dict) -> None:
     import landlock_rules
     import syscall_filter
 
-    if config["landlock"]:
-        restricted = landlock_rules.landlock([config["code"], *config["read_only"]],
-                                             [config["folder"], config["shared"]], config["devices"], own_proc=True)
+    if config["landlock"] and landlock_rules.landlock_abi():  # none in the kernel: the zygote's status says so
+        restricted = _landlock(config, own_proc=True)
         if not restricted["files"].startswith(confine.ON):
             sys.stderr.write(f"worker child: Landlock: {restricted['files']}\n")
             os._exit(70)

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,23 @@ def test_landlock_lets_a_process_write_its_own_proc_entry_and_no_other():
     assert without["comm"] != "written", "Landlock with /proc read-only let a thread be named: the test proves nothing"
     assert with_own["comm"] == "written" and with_own["own"] == "written", with_own
     assert with_own["other"] != "written", f"another process's /proc entry was writable: {with_own}"
+
+
+def test_a_gpu_grades_child_on_a_kernel_without_landlock_serves_as_a_cpu_grades_worker_would():
+    # Mistake caught: a child that exits (70) whenever Landlock did not take effect, so that on a kernel
+    # without Landlock every GPU grade ends "the GPU could not be started", where a CPU grade goes on with
+    # its status saying Landlock is off (and the grade is refused up front only where that opens the
+    # grader's files: exposure.py).
+    import importlib
+
+    sandbox = str(Path(confine.__file__).resolve().parent)
+
+    def look() -> dict:
+        sys.path.insert(0, sandbox)
+        rules, worker = importlib.import_module("landlock_rules"), importlib.import_module("worker")
+        rules.landlock_abi = lambda: 0
+        worker.confine_child({"landlock": True, "seccomp": False, "cuda_start": "", "code": "/", "read_only": [],
+                              "folder": "/tmp", "shared": "/tmp", "devices": []})
+        return {"served": True}
+
+    assert _in_a_child(look) == {"served": True}, "the child exited instead of serving"
