@@ -174,3 +174,19 @@ def test_the_dry_run_walks_every_step_and_writes_the_reports_skeleton(tmp_path):
     assert "Every protection a GPU grade uses let CUDA start." in probes
     assert "-as-a-gpu-grade]` | passed | dry run: selected for grading, not graded |" in text
     assert "get_batch 64 x 1024 tokens" in text and (out / "gpu-report" / "gpu-report.csv").exists()
+
+
+def test_a_step_not_begun_within_the_budget_says_so_and_the_report_is_written_after_each_step():
+    # Mistakes caught: a spent budget that still starts the long steps (validate, the red team) on a lent
+    # device's last minutes, or a report written only at the end (a run cut short would leave nothing).
+    from staff.gpu.check import _Steps
+
+    done, writes = {}, []
+    steps = _Steps("staff gpu-check", 60.0, done, lambda: writes.append(dict(done)))
+    steps.run("first", "a quick step", lambda: "ran")
+    steps.deadline = 0.0  # the budget is spent
+    steps.run("second", "a long step", lambda: pytest.fail("a step began after the budget was spent"))
+    steps.run("third", "a step left out", lambda: "ran", "not run (--no-third)")
+    assert done["first"] == "ran" and done["second"].startswith("not run: the budget was spent")
+    assert done["third"] == "not run (--no-third)"
+    assert [set(w) for w in writes] == [{"first"}, {"first", "second"}, {"first", "second", "third"}]
