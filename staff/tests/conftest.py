@@ -158,6 +158,17 @@ class GradedAsUser(Graded):
     said: str = ""  # what the grading run printed
 
 
+def skip_unless_others_read_the_checkout() -> None:
+    """Skip a test that grades as another uid where that uid cannot read this checkout itself (a clone
+    into `mktemp -d`, mode 0700): no grader run by another user could read the tests there either."""
+    from staff.sandbox import confine
+
+    for path in (str(REPO_ROOT), sys.prefix):
+        if confine.world_readable(path) == os.path.abspath(path):
+            pytest.skip(f"{path} is closed to other users (mode {os.stat(path).st_mode & 0o777:o}): a grade run as "
+                        "another uid cannot read it; clone into a folder others may read to run this test")
+
+
 @pytest.fixture(scope="session")
 def graded_as_user(tmp_path_factory) -> GradedAsUser:
     """The reference and ORDINARY_CASES graded by `staff.redteam.ordinary` as a throwaway uid with a
@@ -165,6 +176,7 @@ def graded_as_user(tmp_path_factory) -> GradedAsUser:
     STAFF_REDTEAM_CASES filters the cases as for `graded`."""
     if sys.platform != "linux" or os.geteuid() != 0:
         pytest.skip("needs root to make a throwaway user to grade as")
+    skip_unless_others_read_the_checkout()
     chosen = {name for name in os.environ.get("STAFF_REDTEAM_CASES", "").split(",") if name}
     known = {case.folder.name: case for case in load_cases()}  # any variant: the protections are set below
     base = Path(tempfile.mkdtemp(prefix="staff-ordinary-"))

@@ -22,6 +22,7 @@ from staff.sandbox.layout import build, hidden_from_the_worker, world_writable_f
 from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
+from staff.tests.conftest import skip_unless_others_read_the_checkout
 
 ROOT, TA = 0, 1000
 
@@ -181,6 +182,7 @@ def test_folders_every_user_may_write_are_hidden_unless_the_worker_has_its_own(t
 def test_staff_grade_run_by_an_ordinary_user_without_landlock_is_refused(tmp_path):
     # Mistake caught: a refusal decided from anything but the real process's privileges (a test's euid
     # argument left in, a check that only root's grade reaches): a TA's own grade without Landlock would run.
+    skip_unless_others_read_the_checkout()
     uid = worker_uids().pick()
     assert uid is not None, "no uid free for the stand-in TA"
     try:
