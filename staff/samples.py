@@ -10,8 +10,8 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from staff.markers import stub_source
 from staff.sandbox.layout import PACKAGE
+from staff.sources.markers import stub_source
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

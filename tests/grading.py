@@ -66,7 +66,7 @@ PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 class Note(enum.StrEnum):
     """The kinds of note a grading report holds beside its tests, named once for the two sides that
     write them (this plugin, the staff's sandbox plugin in the test process) and the grader that reads
-    them (staff/suite_run.py, staff/grade.py)."""
+    them (staff/grading/suite_run.py, staff/grading/grade.py)."""
 
     PROTECTIONS = "protections"  # each protection of the worker: "on", or "off: why"
     IMPORT_ERROR = "import_error"  # why the submission's package could not be imported

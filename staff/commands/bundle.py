@@ -17,8 +17,8 @@ def gradescope_settings() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.bundle import build_bundle
-    from staff.grade import REPO_ROOT
+    from staff.gradescope.bundle import build_bundle
+    from staff.grading.grade import REPO_ROOT
     from staff.release.proc import ReleaseError
 
     try:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(commands) -> None:
-    from staff.autograder import DEADLINE_S
+    from staff.gradescope.autograder import DEADLINE_S
     from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
 
     bundle = commands.add_parser(

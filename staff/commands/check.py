@@ -10,9 +10,9 @@ import sys
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from staff.check import CHECKS, fix_stated, report, run_checks
-    from staff.grade import REPO_ROOT
-    from staff.selection import collect_only
+    from staff.authoring.check import CHECKS, fix_stated, report, run_checks
+    from staff.grading.grade import REPO_ROOT
+    from staff.grading.selection import collect_only
 
     started = time.monotonic()
     try:

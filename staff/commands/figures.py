@@ -1,4 +1,4 @@
-"""`staff figures`: draw the handout's figures from staff/figures.py, or check them (--check)."""
+"""`staff figures`: draw the handout's figures from staff/authoring/figures.py, or check them (--check)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import sys
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.figures import FIGURES_DIR, stale_figures, write_figures
-    from staff.grade import REPO_ROOT
+    from staff.authoring.figures import FIGURES_DIR, stale_figures, write_figures
+    from staff.grading.grade import REPO_ROOT
 
     if args.check:
         stale = stale_figures(REPO_ROOT)
         for name in stale:
             print(f"{FIGURES_DIR / name} is missing or out of date; run `uv run staff figures`", file=sys.stderr)
         if not stale:
-            print(f"the figures in {FIGURES_DIR} match what staff/figures.py draws")
+            print(f"the figures in {FIGURES_DIR} match what staff/authoring/figures.py draws")
         return 1 if stale else 0
     for path in write_figures(REPO_ROOT):
         print(f"wrote {path.relative_to(REPO_ROOT)}")
@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
 def register(commands) -> None:
     figures = commands.add_parser(
         "figures",
-        help="draw the handout's figures (handout/figures/*.svg) from staff/figures.py",
-        description="Draw the handout's SVG figures from the closed forms in staff/figures.py and write them to "
-        "handout/figures/. With --check, write nothing and exit 1 if a checked-in figure differs.",
+        help="draw the handout's figures (handout/figures/*.svg) from staff/authoring/figures.py",
+        description="Draw the handout's SVG figures from the closed forms in staff/authoring/figures.py and write "
+        "them to handout/figures/. With --check, write nothing and exit 1 if a checked-in figure differs.",
     )
     figures.add_argument("--check", action="store_true", help="only compare; exit 1 when a figure is out of date")
     figures.set_defaults(run=run)

@@ -10,17 +10,19 @@ from staff.commands.needs_gpu import no_gpu
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.gpu.check import main_check
-    from staff.grade import REPO_ROOT
+    from staff.gpu.check import gpu_check
+    from staff.grading.grade import REPO_ROOT
 
     if not args.dry_run and no_gpu("gpu-check", "; run it first on the GPU machine (an H100 or H200), or try "
                                    "`staff gpu-check --dry-run` here; nothing was written"):
         return 2
-    return main_check(args, REPO_ROOT)
+    clean = gpu_check(REPO_ROOT, args.out, dry_run=args.dry_run, budget_s=args.budget, jobs=args.jobs,
+                      validate=not args.no_validate, redteam=not args.no_redteam, report=not args.no_report)
+    return 0 if clean else 1
 
 
 def register(commands) -> None:
-    from staff.gpu.check import BUDGET_S, REPORT_NAME
+    from staff.gpu.steps import BUDGET_S, REPORT_NAME
 
     check = commands.add_parser(
         "gpu-check",

@@ -10,7 +10,7 @@ from staff.commands.needs_gpu import no_gpu
 
 def run(args: argparse.Namespace) -> int:
     from staff.gpu.report import main_report
-    from staff.grade import REPO_ROOT
+    from staff.grading.grade import REPO_ROOT
 
     if args.device.startswith("cuda") and no_gpu("gpu-report", "; run it on the GPU machine, or pass --device "
                                                   "cpu to see the report's shape here"):

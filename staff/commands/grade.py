@@ -2,7 +2,7 @@
 
 The grade's settings (limits, protections, `--gpu`, `--in-process`, `--problems` ...) are the fields
 of `staff.sandbox.settings.Settings`, which makes their options; this module adds what is the
-command's own (where to write, the batch, -j) and hands one `Settings` to `staff.grade.grade`.
+command's own (where to write, the batch, -j) and hands one `Settings` to `staff.grading.grade.grade`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ DEFAULT_RESULTS, DEFAULT_GPU_RESULTS = Path("results.json"), Path("results-gpu.j
 
 
 def register(commands) -> None:
-    from staff.cluster.slurm import add_options
+    from staff.course.cluster.slurm import add_options
     from staff.sandbox.settings import add_arguments
 
     grade = commands.add_parser(
@@ -44,7 +44,7 @@ def register(commands) -> None:
                        help="submissions graded at once (default: cores; 1 with --gpu, which refuses more)")
     grade.add_argument("--force", action="store_true", help="with --batch, grade again what is already graded")
     add_arguments(grade)  # the grade's settings (limits, protections, --gpu ...): staff/sandbox/settings.py
-    add_options(grade)  # --shard, --slurm and theirs: staff/cluster/slurm.py
+    add_options(grade)  # --shard, --slurm and theirs: staff/course/cluster/slurm.py
     grade.add_argument("-v", "--verbose", action="store_true",
                        help="show pytest's own output instead of a progress bar")
     grade.set_defaults(run=run)
@@ -62,7 +62,7 @@ def print_protections(protections: dict[str, str]) -> None:
 
 def grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
     """A function that grades one submission with the settings the options give."""
-    from staff.grade import grade
+    from staff.grading.grade import grade
     from staff.sandbox.settings import from_arguments
 
     settings = from_arguments(args)
@@ -75,13 +75,13 @@ def grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
 
 def run(args: argparse.Namespace) -> int:
     from staff.bytecode import ensure_compiled
-    from staff.cluster.slurm import refused
-    from staff.console import points_table
-    from staff.grade import REPO_ROOT
-    from staff.gradescope import write_results
+    from staff.course.cluster.slurm import refused
+    from staff.grading.console import points_table
+    from staff.grading.grade import REPO_ROOT
+    from staff.grading.results import write_results
+    from staff.grading.suite_run import stop_running
     from staff.sandbox import exposure
     from staff.sandbox.settings import from_arguments
-    from staff.suite_run import stop_running
 
     if refused(args):
         print(f"staff grade: {refused(args)}", file=sys.stderr)
@@ -135,10 +135,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_batch(args: argparse.Namespace) -> int:
-    from staff.batch import RESULTS, RESULTS_GPU, BatchError, grade_batch
+    from staff.course.batch import grade_batch
+    from staff.course.folder import RESULTS, RESULTS_GPU, BatchError
     from staff.course.stale import Current
+    from staff.grading.suite_run import stop_running
     from staff.sandbox.settings import from_arguments
-    from staff.suite_run import stop_running
 
     folder = args.batch.resolve()
     out = (args.out or folder.with_name(folder.name + "-grades")).resolve()
@@ -146,10 +147,10 @@ def run_batch(args: argparse.Namespace) -> int:
         print("staff grade: give either a SUBMISSION or --batch DIR, not both", file=sys.stderr)
         return 2
     if args.slurm:
-        from staff.cluster.slurm import main_slurm
+        from staff.course.cluster.slurm import main_slurm
 
         return main_slurm(args, folder, out)
-    from staff.cluster.shards import ShardError, parse_shard
+    from staff.course.cluster.shards import ShardError, parse_shard
 
     jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
     try:

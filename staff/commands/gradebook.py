@@ -1,9 +1,9 @@
-"""`staff gradebook`: its parser and handler live with the cluster code (staff/cluster/gradebook.py)."""
+"""`staff gradebook`: its parser and handler live with the cluster code (staff/course/cluster/gradebook.py)."""
 
 from __future__ import annotations
 
 
 def register(commands) -> None:
-    from staff.cluster.gradebook import add_gradebook
+    from staff.course.cluster.gradebook import add_gradebook
 
     add_gradebook(commands)

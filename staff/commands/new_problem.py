@@ -7,9 +7,9 @@ import sys
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.grade import REPO_ROOT
-    from staff.new_problem import TODO, NewProblem, ScaffoldError, scaffold
-    from staff.selection import collect_only
+    from staff.authoring.new_problem import TODO, NewProblem, ScaffoldError, scaffold
+    from staff.grading.grade import REPO_ROOT
+    from staff.grading.selection import collect_only
 
     problem = NewProblem(args.number, args.module, args.title)
     try:

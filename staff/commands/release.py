@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.grade import REPO_ROOT
+    from staff.grading.grade import REPO_ROOT
     from staff.release.build import build_release
     from staff.release.proc import ReleaseError
 

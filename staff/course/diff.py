@@ -3,7 +3,7 @@
 Each side is a batch's output folder (OUT/<name>/results.json and results-gpu.json, with meta.json
 naming the student) or one results file. Students are matched by their id (a resubmission on
 Gradescope has a new folder name), else by the folder's name. For each test whose score moved, the
-cause comes from the two grades' provenance (staff.provenance):
+cause comes from the two grades' provenance (staff.grading.provenance):
 - "the submission changed": the graded files' hash differs;
 - "the test changed": the test's own source hash differs; "the suite changed in FILES": its source
   is the same but a file it depends on is not (a helper, an adapter, pytest's settings);
@@ -102,7 +102,7 @@ class Change:
 def _read_side(path: Path, previous: bool = False) -> dict[str, Graded]:
     """The grades at `path` by student: a batch's output folder or one results file. With
     `previous`, each submission's previous grade in a batch folder (results.previous.json)."""
-    from staff.batch import RESULTS, RESULTS_GPU, graded, meta_name, previous_name
+    from staff.course.folder import RESULTS, RESULTS_GPU, graded, meta_name, previous_name
 
     if path.is_file():
         document = graded(path)
@@ -238,7 +238,7 @@ COLUMNS = ("student_id", "name", "submission_before", "submission_after", "total
 
 def write_csv(changes: list[Change], path: Path) -> None:
     """One row per test that moved (and one per student graded on one side only), COLUMNS in order."""
-    from staff.batch_report import spreadsheet_safe
+    from staff.course.gradebook import spreadsheet_safe
 
     with atomic_file(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -268,7 +268,7 @@ def write_batch_diff(out: Path, regraded: list, results: str) -> tuple[list[str]
     """After a batch graded `regraded` (submissions with a previous grade) again: diff.md and diff.json
     in `out`, what moved from their previous grades; the summary's lines and the files. Nothing is
     written when no submission was graded again."""
-    from staff.batch import graded, previous_name
+    from staff.course.folder import graded, previous_name
 
     if not regraded:
         return [], []

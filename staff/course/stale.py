@@ -1,7 +1,7 @@
 """Which recorded grades a batch must make again, and why.
 
 A grade is kept only while everything that made it is what a grade made now would use: the suite
-(staff.provenance: the tests, adapters and hidden suite, by content), the settings (the problems,
+(staff.grading.provenance: the tests, adapters and hidden suite, by content), the settings (the problems,
 the GPU part, the limits) and the submission (its graded files, by content). A grade of some
 problems only (`--problems`) records that in its settings, so a whole run grades it again. A grade
 that said nothing of the submission (the grader's own failure) is always made again.
@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff import provenance
-from staff.outcomes import Outcome
+from staff.grading import provenance
+from staff.grading.outcomes import Outcome
 
 NOT_GRADED = "no grade yet"
 # Settings a grade records but that decide no score, so a difference in them leaves a grade current:
@@ -38,7 +38,7 @@ class Current:
     @classmethod
     def of(cls, settings) -> Current:
         """For a grade with `settings` (a `Settings`) from this tree."""
-        from staff.selection import HIDDEN_SUITE
+        from staff.grading.selection import HIDDEN_SUITE
 
         hidden = settings.hidden and HIDDEN_SUITE.is_dir() and not settings.gpu
         return cls(provenance.suite(hidden), provenance.settings_record(settings))

@@ -2,7 +2,7 @@
 (each step's arguments and files, the report's sections and tables, the verdict) is exercised on any
 machine, CI included, in about a minute.
 
-What stands in for the device, step by step (staff/gpu/check.py runs the rest as it does on a GPU):
+What stands in for the device, step by step (staff/gpu/steps.py runs the rest as it does on a GPU):
 - the device's facts: "dry run" lines in place of the device, driver and torch;
 - each protection alone: the real probes (every protection applied as the worker applies it), with
   the CPU's matmul standing for CUDA's;
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from staff.gpu.check import (
+from staff.gpu.steps import (
     FACTS,
     SECTIONS,
     CudaTestOutcome,

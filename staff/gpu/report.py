@@ -197,7 +197,7 @@ def run_report(submission: Path | None, device: str, sizes: list[int], dtypes: l
     Raises:
         ReportError: the submission cannot be laid out, or the child failed.
     """
-    from staff.submission import SubmissionError, lay_package
+    from staff.intake.submission import SubmissionError, lay_package
 
     with scratch_folder("staff-gpu-report-") as scratch:  # whatever the submission left there goes too
         if submission is not None:

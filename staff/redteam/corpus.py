@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from staff import samples
-from staff.markers import find_blocks, stub_source
 from staff.redteam.plantnames import PlantedNames, stale, uses_placeholders
+from staff.sources.markers import find_blocks, stub_source
 from tests.grading import PROBLEMS
 
 CASES = Path(__file__).resolve().parent / "cases"

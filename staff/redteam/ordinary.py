@@ -43,7 +43,7 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
     """The red team's grader: each case (by its upload's name) with the protections it names turned
     off, its own problems, visibility of the hidden tests, memory setting and run limit; anything
     else as it is."""
-    from staff.grade import grade
+    from staff.grading.grade import grade
 
     settings = Settings(test_timeout_s=TEST_TIMEOUT_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1,
                         disk_gib=DISK_GIB)
@@ -171,7 +171,7 @@ def grade_as(session: StandInSession, folder: Path, out: Path, uploads: dict[str
 def main(argv: list[str]) -> int:
     """`python -m staff.redteam.ordinary FOLDER OUT UPLOADS`: grade FOLDER's uploads into OUT with the
     red team's grader, two at a time; UPLOADS is JSON, {upload name: [case folder's name, [protections off]]}."""
-    from staff.batch import grade_batch
+    from staff.course.batch import grade_batch
 
     folder, out, uploads = Path(argv[0]), Path(argv[1]), json.loads(argv[2])
     known = {case.folder.name: case for case in load_cases()}  # any variant: the protections are given

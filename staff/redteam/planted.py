@@ -161,7 +161,7 @@ def _neighbour() -> Iterator[list[str]]:
     import subprocess
     import tempfile
 
-    from staff.grade import SUITE_PARTS
+    from staff.grading.grade import SUITE_PARTS
     from staff.sandbox.layout import build
     from staff.sandbox.removal import remove_tree
     from staff.sandbox.settings import Settings

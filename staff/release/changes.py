@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff.provenance import git_output
+from staff.grading.provenance import git_output
 
 GRADED_TESTS = ("tests/test_*.py", "staff/hidden/test_*.py")
 

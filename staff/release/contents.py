@@ -11,11 +11,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff.markers import MarkerError, find_blocks, stub_source
 from staff.release.proc import ReleaseError
 from staff.release.pyproject import PyprojectError, student_pyproject
 from staff.sandbox.layout import PACKAGE
-from staff.sections import SectionError, SectionIndex
+from staff.sources.markers import MarkerError, find_blocks, stub_source
+from staff.sources.sections import SectionError, SectionIndex
 
 SHIPPED_FOLDERS = (PACKAGE, "adapters", "tests", "handout")
 STUDENT_README = "STUDENT_README.md"  # becomes the release's README.md

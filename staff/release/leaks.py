@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from staff.markers import find_blocks
+from staff.sources.markers import find_blocks
 
 MIN_CHARS = 10  # shorter lines (`else:`, `return x`) say nothing, and would match by chance
 QUOTED_CHARS = 24  # a solution line this long is caught even inside a longer line
@@ -21,7 +21,7 @@ PUBLIC_CODE = ("adapters", "tests")  # shipped as they are, like the package out
 PUBLIC_SCRIPTS = ("make_submission.sh",)  # shipped as they are too: a shebang is no secret
 # The scaffold of `staff new-problem`: templates of files that ship (a handout table's header, a test
 # file's imports), no line of which is secret.
-PUBLIC_TEMPLATES = ("staff/new_problem.py",)
+PUBLIC_TEMPLATES = ("staff/authoring/new_problem.py",)
 _TEST_NAME = re.compile(r"^\s*(?:async\s+)?def\s+(test_\w+)", re.MULTILINE)
 _IMPORT = re.compile(r"^(?:import\w|from[\w.]+import)")
 

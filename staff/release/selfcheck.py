@@ -11,10 +11,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from staff.grade import grade
+from staff.grading.grade import grade
+from staff.grading.selection import collect_only
+from staff.grading.suite_run import read_report
 from staff.release.proc import ReleaseError, run, uv
-from staff.selection import collect_only
-from staff.suite_run import read_report
 from tests.grading import FAILED, NO_GPU_REASON, SKIPPED, GradedTest
 
 REPORT = ".release-check.jsonl"

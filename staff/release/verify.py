@@ -8,10 +8,10 @@ import re
 import tomllib
 from pathlib import Path
 
-from staff.markers import SolutionBlock, find_blocks, handout_page
 from staff.release.contents import COPY, STUB, TOP_LEVEL, Entry
 from staff.release.leaks import find_leaks
-from staff.sections import page_sections
+from staff.sources.markers import SolutionBlock, find_blocks, handout_page
+from staff.sources.sections import page_sections
 
 MAX_FILE_BYTES = 1 << 20  # the largest file now is uv.lock, at about 130 kB
 _STUB = re.compile(r"""^\s*raise NotImplementedError\((['"])([\w.]+) is not implemented yet """

@@ -11,7 +11,7 @@ grader (the sandbox plugin) asks for it and reads the answer.
 - STAND_IN_FAILS and STAND_IN_STARTS: stand-ins for machines without a GPU, which go through the
   same op, child and reply and differ only in what stands for the driver: the first fails as cuInit
   does when the sandbox stops it, the second runs the same matmul on the CPU. They can be chosen only
-  by Python code that calls `staff.grade.grade(..., cuda_preflight_stand_in=...)` (staff tests and
+  by Python code that calls `staff.grading.grade.grade(..., cuda_preflight_stand_in=...)` (staff tests and
   `staff gpu-check --dry-run`): no option, setting, file or environment variable of a grade names
   them, the choice travels in the grader's own files, and the worker hears it before any student
   code has been imported. A grade that used one says so in its results.

@@ -1,6 +1,6 @@
 """The grader's memory as the container sees it: its limit, its peak, and the kernel's OOM kills.
 
-A grading container (Gradescope's, or `staff.container`'s emulation) is a memory cgroup: when
+A grading container (Gradescope's, or `staff.gradescope.container`'s emulation) is a memory cgroup: when
 everything in it together passes its limit, the kernel kills a process of it (SIGKILL). Such a
 kill says nothing about the student's code unless the killed process is what grew. This module
 reads the cgroup this process is in (v2, or v1's memory controller) so the grader can tell the
@@ -13,7 +13,7 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 UNLIMITED = 1 << 60  # v1 reports "no limit" as a number near 2**63
-# Measured with staff.container (docs/gradescope.md): the reference gets full marks at 1,024 MiB
+# Measured with staff.gradescope.container (docs/gradescope.md): the reference gets full marks at 1,024 MiB
 # and half a CPU (the cgroup's peak, page cache included, 1,007 MiB); at 960 MiB the kernel kills the
 # test process. Below this the autograder refuses to grade.
 MIN_MEMORY_BYTES = 1024 << 20

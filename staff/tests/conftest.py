@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from staff import samples
-from staff.batch import grade_batch
-from staff.bundle import unpack
 from staff.bytecode import ensure_compiled
 from staff.cli import main
-from staff.grade import REPO_ROOT
-from staff.pins import python_pin
+from staff.course.batch import grade_batch
+from staff.gradescope.bundle import unpack
+from staff.gradescope.pins import python_pin
+from staff.grading.grade import REPO_ROOT
 from staff.redteam.corpus import Case, build, load_cases, planted_problems, variant_name
 from staff.redteam.ordinary import StandInSession, grade_as, grader_for
 from staff.redteam.planted import planted_sources

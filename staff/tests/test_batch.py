@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from staff import samples
-from staff.batch import RESULTS, find_submissions
+from staff.course.folder import RESULTS, find_submissions
 from staff.tests.processes import running_commands
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -47,7 +47,7 @@ def test_a_folder_of_folders_and_zips_is_one_submission_each(tmp_path):
 
 def test_unreadable_metadata_is_refused_with_a_reason(tmp_path):
     (tmp_path / "submission_metadata.yml").write_text("submission_1: [unclosed")
-    from staff.batch import BatchError
+    from staff.course.folder import BatchError
 
     with pytest.raises(BatchError, match="not readable YAML"):
         find_submissions(tmp_path)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from staff.batch import RESULTS, Submission, grade_one
-from staff.grade import Grade
+from staff.course.batch import grade_one
+from staff.course.folder import RESULTS, Submission
+from staff.grading.grade import Grade
 from staff.tests.test_outcomes import graded
 from tests.grading import FAILED, PASSED
 

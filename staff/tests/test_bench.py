@@ -110,7 +110,7 @@ def test_the_page_that_holds_the_bench_markers_is_the_default_for_readme():
 
     from staff.bench.run import BENCH_PAGE
     from staff.commands import bench as bench_command
-    from staff.grade import REPO_ROOT
+    from staff.grading.grade import REPO_ROOT
 
     text = (REPO_ROOT / BENCH_PAGE).read_text(encoding="utf-8")
     assert text.count(README_START) == 1 and text.count(README_END) == 1

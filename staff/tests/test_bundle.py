@@ -14,15 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from staff import autograder, provenance, samples
-from staff.autograder import DEADLINE_S
-from staff.bundle import build_bundle, check, planned_files
-from staff.collected import COLLECTED_FILE
-from staff.grade import REPO_ROOT
-from staff.gradescope import validate_results
+from staff import samples
+from staff.gradescope import autograder
+from staff.gradescope.autograder import DEADLINE_S
+from staff.gradescope.bundle import build_bundle, check, planned_files
+from staff.grading import provenance
+from staff.grading.collected import COLLECTED_FILE
+from staff.grading.grade import REPO_ROOT
+from staff.grading.results import validate_results
+from staff.grading.selection import listing_key
 from staff.redteam.corpus import build, judge, load_cases
 from staff.release.proc import ReleaseError
-from staff.selection import listing_key
 from staff.tests import upload_shapes
 from tests.grading import HIDDEN_VISIBILITY
 
@@ -58,7 +60,8 @@ def run_autograder(root: Path, upload, log: list[str] | None = None) -> dict:
 
 def test_the_bundle_holds_the_grader_and_no_solution():
     files = planned_files(REPO_ROOT)
-    assert {"setup.sh", "run_autograder", "uv.lock", "staff/autograder.py", "tests/conftest.py"} <= set(files)
+    expected = {"setup.sh", "run_autograder", "uv.lock", "staff/gradescope/autograder.py", "tests/conftest.py"}
+    assert expected <= set(files)
     assert any(name.startswith("staff/hidden/test_") for name in files)
     assert not any(name.startswith(("cs336_basics/", "staff/tests/", "staff/redteam/", "handout/")) for name in files)
     assert check(REPO_ROOT, files) == []
@@ -67,7 +70,7 @@ def test_the_bundle_holds_the_grader_and_no_solution():
 
 
 def test_every_staff_module_the_bundled_grader_imports_is_in_the_bundle():
-    # Catches a new module of staff/ (staff/outcomes.py, say) that the grader imports but the bundle's
+    # Catches a new module of staff/ (staff/grading/outcomes.py, say) that the grader imports but the bundle's
     # list leaves out: on Gradescope every grade would end in "the autograder itself failed".
     import ast
 
@@ -165,7 +168,7 @@ def test_a_crash_of_the_grader_itself_still_writes_results(tmp_path, monkeypatch
     def failing(*args, **kwargs):
         raise RuntimeError("the grader broke")
 
-    monkeypatch.setattr("staff.grade.grade", failing)
+    monkeypatch.setattr("staff.grading.grade.grade", failing)
     (tmp_path / "submission").mkdir()
     assert autograder.main(["--root", str(tmp_path)]) == 1
     results = json.loads((tmp_path / "results" / "results.json").read_text())
@@ -176,7 +179,7 @@ def test_settings_that_would_grade_in_process_are_refused(tmp_path, monkeypatch)
     # The mistake: a hand-edited settings.json with in_process true, which the autograder would follow,
     # letting a submission's code run in the test process and forge its grade.
     graded = []
-    monkeypatch.setattr("staff.grade.grade", lambda *args, **kwargs: graded.append(args))
+    monkeypatch.setattr("staff.grading.grade.grade", lambda *args, **kwargs: graded.append(args))
     (tmp_path / "submission").mkdir()
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"in_process": True}))

@@ -17,12 +17,13 @@ import pytest
 
 from adapters._text import shown_text
 from staff import samples
-from staff.batch import Submission, grade_one
-from staff.batch_report import write_gradebook
+from staff.course.batch import grade_one
+from staff.course.folder import Submission
+from staff.course.gradebook import write_gradebook
+from staff.grading.scrub import scrub
 from staff.sandbox import plugin_settings, syscall_filter, syscalls
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import Settings
-from staff.scrub import scrub
 from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, verdict_of
 
 EPERM, EAFNOSUPPORT = 1, 97
@@ -78,8 +79,7 @@ def test_a_gpu_grades_zygote_filter_lets_cuda_start_and_refuses_the_rest(machine
 def test_a_gpu_grade_asks_for_a_worker_that_can_start_cuda(tmp_path, monkeypatch):
     # Mistake: a GPU grade whose worker is confined as a CPU grade's, which scored the reference 2 of 12 on
     # an H100, every CUDA call failing with error 304 (a CPU grade keeps every protection).
-    from staff import grade as grading
-
+    from staff.grading import grade as grading
     asked = []
     real_build = grading.build
 

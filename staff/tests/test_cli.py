@@ -9,7 +9,7 @@ import pytest
 
 from staff.cli import main
 from staff.commands import COMMANDS
-from staff.grade import REPO_ROOT
+from staff.grading.grade import REPO_ROOT
 from staff.sandbox.settings import Settings
 
 HELPERS = {"__init__", "needs_gpu"}  # modules of staff/commands that are no command

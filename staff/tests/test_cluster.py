@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from staff import samples
-from staff.batch import RESULTS
-from staff.cluster.shards import shard_of
+from staff.course.cluster.shards import shard_of
+from staff.course.folder import RESULTS
 from staff.tests.slurm_cluster import LocalSlurm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

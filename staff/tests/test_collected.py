@@ -9,11 +9,11 @@ import zipfile
 
 import pytest
 
-from staff import collected, grade, selection
-from staff.bundle import graded_test_list
-from staff.grade import REPO_ROOT
-from staff.scrub import scrub
-from staff.selection import listing_key
+from staff.gradescope.bundle import graded_test_list
+from staff.grading import collected, grade, selection
+from staff.grading.grade import REPO_ROOT
+from staff.grading.scrub import scrub
+from staff.grading.selection import listing_key
 from tests.grading import HIDDEN_VISIBILITY
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from staff.container import Container
+from staff.gradescope.container import Container
 from staff.sandbox import memory
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from staff import samples
-from staff.markers import stub_source
+from staff.sources.markers import stub_source
 from staff.tests.test_provenance import GIT_ENV, edit, git
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

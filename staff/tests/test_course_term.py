@@ -4,7 +4,7 @@ submission is a gradebook row, the previous grade is kept and `staff diff` names
 test and why, and a flaky result is reported as a defect.
 
 The stand-in grades each problem as one test, passed when the problem's module says DONE, and
-records the provenance a real grade records (staff/provenance.py) with a suite the test controls."""
+records the provenance a real grade records (staff/grading/provenance.py) with a suite the test controls."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from staff import provenance
-from staff.batch import RESULTS, Submission, grade_batch, previous_name
-from staff.batch_report import write_gradebook
 from staff.cli import main
+from staff.course.batch import grade_batch
 from staff.course.diff import FLAKY, diff
+from staff.course.folder import RESULTS, Submission, previous_name
+from staff.course.gradebook import write_gradebook
 from staff.course.stale import Current
-from staff.grade import Grade
-from staff.gradescope import results_json, write_json_atomically
+from staff.grading import provenance
+from staff.grading.grade import Grade
+from staff.grading.results import results_json, write_json_atomically
 from staff.sandbox.settings import Settings
 from tests.grading import FAILED, PASSED, PROBLEMS, GradedTest
 

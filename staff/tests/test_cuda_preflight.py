@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from adapters import _codec
-from staff.batch import RESULTS_GPU, error_text, finished
 from staff.commands.grade import register as add_grade_command
-from staff.grade import REPO_ROOT, grade
-from staff.gradescope import results_json, validate_results, write_json_atomically
-from staff.outcomes import Outcome
+from staff.course.folder import RESULTS_GPU, error_text, finished
+from staff.grading.grade import REPO_ROOT, grade
+from staff.grading.outcomes import Outcome
+from staff.grading.results import results_json, validate_results, write_json_atomically
 from staff.sandbox import cuda_preflight, plugin_settings
 from staff.sandbox.failures import CallTimedOut, GraderOutOfMemory, WorkerCrashed
 from staff.sandbox.layout import build

@@ -5,7 +5,7 @@ get, ends with the problem's page."""
 from __future__ import annotations
 
 from staff import samples
-from staff.grade import grade
+from staff.grading.grade import grade
 from staff.sandbox.settings import Settings
 from tests.failure_output import SEE_LINE
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from adapters._instrument import FlopCounterMode
-from staff import figures
+from staff.authoring import figures
 from staff.cli import main
-from staff.grade import REPO_ROOT
+from staff.grading.grade import REPO_ROOT
 
 
 def test_checked_in_figures_are_what_the_script_draws(capsys):

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from staff.cli import main
-from staff.gpu.check import (
+from staff.gpu.dry_run import plumbing_problems
+from staff.gpu.steps import (
     SECTIONS,
     CudaTestOutcome,
     SandboxedGrade,
@@ -22,9 +23,8 @@ from staff.gpu.check import (
     margin,
     read_junit,
 )
-from staff.gpu.dry_run import plumbing_problems
-from staff.grade import REPO_ROOT
-from staff.outcomes import Outcome
+from staff.grading.grade import REPO_ROOT
+from staff.grading.outcomes import Outcome
 
 SCRIPTED_TESTS = '''
 import pytest

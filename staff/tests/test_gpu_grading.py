@@ -11,12 +11,12 @@ import sys
 import pytest
 import torch
 
-from staff.batch import RESULTS, RESULTS_GPU, Submission
-from staff.batch_report import write_gradebook
 from staff.cli import main
 from staff.commands.grade import register as add_grade_command
-from staff.grade import REPO_ROOT, Grade, grade
-from staff.gradescope import results_json, write_json_atomically
+from staff.course.folder import RESULTS, RESULTS_GPU, Submission
+from staff.course.gradebook import write_gradebook
+from staff.grading.grade import REPO_ROOT, Grade, grade
+from staff.grading.results import results_json, write_json_atomically
 from staff.sandbox.settings import MEMORY_GIB, Settings, from_arguments
 from tests.grading import FAILED, PASSED, GradedTest
 
@@ -132,7 +132,6 @@ def report_command(out, *submission) -> list[str]:
 def test_gpu_report_shape_on_the_cpu_for_the_reference_and_for_stubs(tmp_path):
     # The same code measures on a GPU; here the table, the CSV, the PNG, and a broken timer as a line.
     from staff import samples
-
     done = subprocess.run(report_command(tmp_path / "ref"), cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr

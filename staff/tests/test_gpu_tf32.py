@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from adapters._tf32 import OVERRIDE, float32_matmuls
-from staff.grade import REPO_ROOT
+from staff.grading.grade import REPO_ROOT
 
 # In a fresh process with the override set: the setting before, during the student's call and the
 # harness's timed matmuls, and after.

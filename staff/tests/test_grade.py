@@ -10,10 +10,10 @@ import pytest
 
 from staff import samples
 from staff.cli import main
-from staff.grade import REPO_ROOT, grade
-from staff.gradescope import validate_results
+from staff.grading.grade import REPO_ROOT, grade
+from staff.grading.results import validate_results
+from staff.grading.selection import collect_only
 from staff.sandbox.settings import Settings
-from staff.selection import collect_only
 from staff.tests.conftest import BATCH_TIMEOUT_S
 from tests.grading import PROBLEMS
 
@@ -114,7 +114,7 @@ def test_a_broken_zip_is_explained(tmp_path):
 
 
 def test_zip_entry_counts_are_read_without_parsing_the_zip(tmp_path):
-    from staff.submission import zip_entry_count
+    from staff.intake.submission import zip_entry_count
 
     archive = tmp_path / "a.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -139,7 +139,7 @@ def test_cli_help_names_the_default_output_and_the_batch_mode(capsys):
 
 
 def test_results_output_cannot_be_broken_out_of_its_code_block():
-    from staff.gradescope import fenced
+    from staff.grading.results import fenced
 
     text = "```\n<img src=x onerror=alert(1)>\n````"
     block = fenced(text)
@@ -149,7 +149,7 @@ def test_results_output_cannot_be_broken_out_of_its_code_block():
 
 
 def test_a_malformed_grading_report_is_read_around(tmp_path):
-    from staff.suite_run import read_report
+    from staff.grading.suite_run import read_report
 
     report = tmp_path / "report.jsonl"
     good = {"kind": "collected", "nodeid": "tests/t.py::a", "name": "a", "number": "1.1", "problem": 1, "points": 1.0,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from staff.grade import REPO_ROOT
+from staff.grading.grade import REPO_ROOT
 
 HEAVY = ("torch", "numpy")
 
@@ -21,10 +21,11 @@ def imported_after(code: str) -> list[str]:
 
 
 def test_the_graders_modules_import_no_torch():
-    # Mistake this catches: `import torch` at the top of staff/grade.py, tests/grading.py (the points plugin,
+    # Mistake this catches: `import torch` at the top of staff/grading/grade.py, tests/grading.py (the points plugin,
     # which the grader reads for its records) or adapters/__init__.py (its start-up speed-up).
-    modules = ["staff.autograder", "staff.grade", "staff.suite_run", "staff.selection", "staff.scrub", "staff.batch",
-               "staff.gradescope", "staff.submission",
+    modules = ["staff.gradescope.autograder", "staff.grading.grade", "staff.grading.suite_run",
+               "staff.grading.selection",
+               "staff.grading.scrub", "staff.course.batch", "staff.grading.results", "staff.intake.submission",
                "staff.sandbox.memory", "staff.sandbox.layout", "tests.grading", "adapters._text"]
     assert imported_after("\n".join(f"import {m}" for m in modules)) == []
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from staff.batch import Submission, grade_one
+from staff.course.batch import grade_one
+from staff.course.folder import Submission
 from staff.tests.documents import strings
 
 # C0 but tab and newline, DEL, C1 (U+009B CSI, U+009D OSC) and bidi controls: none may be shown.
@@ -91,7 +92,7 @@ def _keep(name: str, how: str):
     import subprocess
     import sys
 
-    from staff.suite_run import KEEPER
+    from staff.grading.suite_run import KEEPER
 
     return subprocess.Popen([sys.executable, "-I", str(KEEPER), sys.executable, "-c",
                              LEAVE_A_DAEMON.format(name=name), how], start_new_session=True)
@@ -103,7 +104,7 @@ def test_the_keeper_ends_every_process_of_a_run_however_it_ended():
     import signal
     import time
 
-    from staff.suite_run import end_run
+    from staff.grading.suite_run import end_run
     from staff.tests.processes import running_commands
 
     ended = _keep("redteam-keeper-exits", "exit")
@@ -147,7 +148,7 @@ def test_a_grades_code_folder_is_readable_by_its_own_worker_alone(tmp_path):
     import pytest
 
     from staff import samples
-    from staff.grade import SUITE_PARTS
+    from staff.grading.grade import SUITE_PARTS
     from staff.sandbox.layout import build
     from staff.sandbox.removal import scratch_folder
     from staff.sandbox.settings import Settings
@@ -172,7 +173,7 @@ def test_a_grades_code_folder_is_readable_by_its_own_worker_alone(tmp_path):
 def test_the_grade_is_delivered_before_its_scratch_folder_is_removed(tmp_path, monkeypatch):
     # Mistake: results.json written only once grade() has returned, after the clean-up: a clean-up
     # that takes long (or a grader killed during it) delays or loses a grade that was already made.
-    from staff.grade import grade
+    from staff.grading.grade import grade
     from staff.sandbox.settings import Settings
 
     temporary = tmp_path / "tmp"

@@ -1,4 +1,4 @@
-"""The Gradescope autograder as Gradescope runs it, emulated (`staff.container`): Docker's default
+"""The Gradescope autograder as Gradescope runs it, emulated (`staff.gradescope.container`): Docker's default
 seccomp profile (no new namespaces or mounts), a memory cgroup and a CPU quota around
 `run_autograder`. At the memory setting docs/gradescope.md gives and half a CPU the reference, uploaded as a zip of a
 student's repository folder, gets full marks;
@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from staff import samples
-from staff.container import Container
-from staff.gradescope import validate_results
+from staff.gradescope.container import Container
+from staff.grading.results import validate_results
 from staff.redteam.corpus import build, judge, load_cases
 from staff.sandbox import memory
 from staff.sandbox.confine import world_readable
@@ -156,7 +156,7 @@ def test_red_team_cases_are_contained_without_namespaces(autograder_root, tmp_pa
 
 def test_the_gradescope_page_and_the_bundle_state_the_memory_the_grader_enforces():
     from staff.commands.bundle import gradescope_settings
-    from staff.grade import REPO_ROOT
+    from staff.grading.grade import REPO_ROOT
 
     page = (REPO_ROOT / "docs" / "gradescope.md").read_text()
     recommended, least = f"{memory.RECOMMENDED_MEMORY_BYTES / 2**30:g} GB", f"{memory.MIN_MEMORY_BYTES >> 20:,} MiB"
@@ -171,8 +171,8 @@ def test_the_gradescope_page_and_the_bundle_state_the_memory_the_grader_enforces
 _GRADE_PROBLEM_1 = """
 import json, sys
 from pathlib import Path
-from staff.gradescope import results_json
-from staff.grade import grade
+from staff.grading.results import results_json
+from staff.grading.grade import grade
 from staff.sandbox.settings import Settings
 document = results_json(grade(Path(sys.argv[1]), Settings(hidden=False, problems={1}), progress=False))
 Path(sys.argv[2]).write_text(json.dumps(document))

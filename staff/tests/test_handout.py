@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from staff.check import CHECKS, USES, check_uses, fix_stated, report, run_checks
+from staff.authoring.check import CHECKS, USES, check_uses, fix_stated, report, run_checks
+from staff.authoring.stated import Totals
 from staff.cli import main
-from staff.grade import REPO_ROOT
-from staff.selection import collect_only
-from staff.stated import Totals
+from staff.grading.grade import REPO_ROOT
+from staff.grading.selection import collect_only
 from tests.grading import PROBLEMS
 
 # Whatever the checks read, and whatever the pages link to (`staff check` follows every relative link).

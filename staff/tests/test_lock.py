@@ -10,7 +10,7 @@ import tomllib
 import pytest
 from packaging.markers import Marker
 
-from staff.grade import REPO_ROOT
+from staff.grading.grade import REPO_ROOT
 
 # (name, environment markers, a wheel tag that installs there)
 PLATFORMS = [

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from staff.grade import REPO_ROOT
-from staff.markers import BEGIN, END, MarkerError, find_blocks, handout_page, stub_source
-from staff.sections import SectionError, SectionIndex
+from staff.grading.grade import REPO_ROOT
+from staff.sources.markers import BEGIN, END, MarkerError, find_blocks, handout_page, stub_source
+from staff.sources.sections import SectionError, SectionIndex
 
 MODULES = sorted((REPO_ROOT / "cs336_basics").glob("*.py"))
 
@@ -125,7 +125,7 @@ def test_stub_names_the_function_page_and_section_and_keeps_crlf():
         namespace["Model"]()
 
 
-# ---- handout sections for the stubs (staff/sections.py) ----
+# ---- handout sections for the stubs (staff/sources/sections.py) ----
 
 @pytest.fixture(scope="module")
 def reference_sections():

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from staff import autograder
 from staff.cli import main
-from staff.grade import REPO_ROOT
+from staff.gradescope import autograder
+from staff.grading.grade import REPO_ROOT
 from staff.sandbox import settings
 from staff.sandbox.settings import IMPORT_MEASURED_GIB, MEMORY_FLOOR_GIB, Settings
 
@@ -21,8 +21,8 @@ def _no_grading(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a grade started with a memory limit torch cannot start under")
 
-    monkeypatch.setattr("staff.grade.grade", refuse)
-    monkeypatch.setattr("staff.batch.grade_batch", refuse)
+    monkeypatch.setattr("staff.grading.grade.grade", refuse)
+    monkeypatch.setattr("staff.course.batch.grade_batch", refuse)
     monkeypatch.setattr("staff.bytecode.ensure_compiled", lambda: None)
 
 
@@ -54,7 +54,7 @@ def test_the_autograder_ends_as_its_own_failure_on_a_settings_file_below_the_flo
     # their submission "could not be loaded"; it must end as the grader's failure, which blames no one,
     # and tell the staff which setting to change.
     graded = []
-    monkeypatch.setattr("staff.grade.grade", lambda *args, **kwargs: graded.append(args) or 1 / 0)
+    monkeypatch.setattr("staff.grading.grade.grade", lambda *args, **kwargs: graded.append(args) or 1 / 0)
     path = tmp_path / "settings.json"
     path.write_text(json.dumps({"memory_gib": 2}))
     (tmp_path / "submission").mkdir()
@@ -97,7 +97,7 @@ def test_the_worker_imports_torch_at_the_measured_limit_and_not_just_below():
 def test_a_worker_that_cannot_import_torch_is_the_graders_failure_not_the_submissions(monkeypatch):
     # Mistake: the first worker's failure to start taken for the package's import error, so the
     # reference itself was "could not be loaded" under 2 GiB (the floor is lowered here to let it start).
-    from staff.grade import grade
+    from staff.grading.grade import grade
 
     monkeypatch.setattr(settings, "MEMORY_FLOOR_GIB", 0.0)
     made = grade(REPO_ROOT, Settings(memory_gib=2, problems=(1,), hidden=False), progress=False)

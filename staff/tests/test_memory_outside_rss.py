@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from staff import samples
-from staff.batch import finished, grade_batch
-from staff.grade import Grade
-from staff.outcomes import Outcome
+from staff.course.batch import grade_batch
+from staff.course.folder import finished
+from staff.grading.grade import Grade
+from staff.grading.outcomes import Outcome
 from staff.sandbox import memory, memory_group, syscall_filter
 from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, SECCOMP_MACHINES, verdict_of
 from tests.grading import PASSED, GradedTest

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from staff.grade import REPO_ROOT
-from staff.new_problem import TODO, NewProblem, ScaffoldError, scaffold, validate
-from staff.selection import collect_only
+from staff.authoring.new_problem import TODO, NewProblem, ScaffoldError, scaffold, validate
+from staff.grading.grade import REPO_ROOT
+from staff.grading.selection import collect_only
 from tests.grading import PROBLEMS
 
 # The scaffold's trial problem: the next free number, whatever problems exist (a term adds its own).

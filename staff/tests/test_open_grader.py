@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from staff.cli import main
-from staff.grade import REPO_ROOT, grade
+from staff.grading.grade import REPO_ROOT, grade
 from staff.redteam.ordinary import become
 from staff.sandbox import confine, exposure, plugin_settings
 from staff.sandbox.layout import build, hidden_from_the_worker, world_writable_folders

@@ -1,4 +1,4 @@
-"""A grade's outcome as data: `staff.outcomes.Outcome` in the Grade, its value and details in results.json's
+"""A grade's outcome as data: `staff.grading.outcomes.Outcome` in the Grade, its value and details in results.json's
 extra_data with each test's problem, part and (never run) reason, the gradebook reading those fields and
 nothing else, and `staff grade` showing the staff public and hidden points per problem."""
 
@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from staff import samples, suite_run
-from staff.batch import RESULTS, Submission, grade_batch, grade_one
-from staff.batch_report import write_gradebook
+from staff import samples
 from staff.cli import main
-from staff.grade import Grade, grade
-from staff.gradescope import results_json, validate_results, write_json_atomically
-from staff.outcomes import Outcome
+from staff.course.batch import grade_batch, grade_one
+from staff.course.folder import RESULTS, Submission
+from staff.course.gradebook import write_gradebook
+from staff.grading import suite_run
+from staff.grading.grade import Grade, grade
+from staff.grading.outcomes import Outcome
+from staff.grading.results import results_json, validate_results, write_json_atomically
 from staff.sandbox.settings import Settings
 from tests.grading import FAILED, PASSED, GradedTest
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from staff.check import CHECKS
-from staff.grade import REPO_ROOT
-from staff.links import slug
-from staff.selection import collect_only
-from staff.stated import Totals
+from staff.authoring.check import CHECKS
+from staff.authoring.links import slug
+from staff.authoring.stated import Totals
+from staff.grading.grade import REPO_ROOT
+from staff.grading.selection import collect_only
 
 # What the links and the stated totals are read from and point to.
 PARTS = ("README.md", "STUDENT_README.md", "CHANGELOG.md", "docs", "handout", "tests")

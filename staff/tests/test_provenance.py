@@ -1,4 +1,4 @@
-"""What graded a grade (staff/provenance.py), the bundle's refusal of an uncommitted tree, and `staff
+"""What graded a grade (staff/grading/provenance.py), the bundle's refusal of an uncommitted tree, and `staff
 check` asking for a CHANGELOG entry when a graded test changed since the last release.
 
 Each test works on a small git repository made from this tree's suites in a temporary folder."""
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from staff import provenance
-from staff.bundle import recorded_provenance
+from staff.gradescope.bundle import recorded_provenance
+from staff.grading import provenance
 from staff.release.changes import code_digest, unmentioned
 from staff.release.proc import ReleaseError
 
@@ -86,7 +86,6 @@ def test_the_submission_hash_is_of_the_graded_files_whatever_the_upload_shape(tm
     # Catches a hash of the upload's bytes (a zip of the same files would read as new code) and a hash
     # that misses an edit to one module.
     from staff import samples
-
     folder = tmp_path / "folder"
     package = samples.reference(folder)
     zipped = samples.zip_folder(folder, tmp_path / "up.zip", top="my-repo-main")

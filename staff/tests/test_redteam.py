@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from staff.gradescope import validate_results
+from staff.grading.results import validate_results
 from staff.redteam.corpus import GPU_CONFINED, judge, load_cases, variant_name
 from staff.release.leaks import squeeze
 from staff.sandbox.leftovers import leftovers, processes

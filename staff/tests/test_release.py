@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from staff.cli import main
-from staff.grade import REPO_ROOT, grade
-from staff.markers import BEGIN, END, find_blocks
+from staff.grading.grade import REPO_ROOT, grade
 from staff.release.contents import TOP_LEVEL, plan, write_tree
 from staff.release.proc import ReleaseError, run, uv
 from staff.release.pyproject import PyprojectError, student_pyproject
 from staff.release.selfcheck import judge_public_run
 from staff.release.verify import MAX_FILE_BYTES, check_tree
+from staff.sources.markers import BEGIN, END, find_blocks
 from tests.grading import NO_GPU_REASON, GradedTest
 
 STAFF_TEST = "test_cli_rejects_a_missing_path_without_writing"  # a test defined under staff/, never shipped
@@ -106,7 +106,7 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
         r"adapters/grade\.py: not part of the release plan"),
     "staff code pasted into a shipped file": (
         lambda r: append(r / "tests" / "checks.py", "\n" + (REPO_ROOT / "staff" / "submission.py").read_text()),
-        r"leak: tests/checks\.py:\d+: repeats staff/submission\.py:\d+"),
+        r"leak: tests/checks\.py:\d+: repeats staff/intake/submission\.py:\d+"),
     "the staff folder at the top level": (
         lambda r: shutil.copytree(REPO_ROOT / "staff", r / "staff", ignore=shutil.ignore_patterns("__pycache__")),
         r"top level holds .*'staff'"),

@@ -17,13 +17,13 @@ import pytest
 import torch
 
 from adapters import _codec, _remote_error
-from staff.batch import Submission
-from staff.batch_report import Row, spreadsheet_safe, write_csv
+from staff.course.folder import Submission
+from staff.course.gradebook import Row, spreadsheet_safe, write_csv
+from staff.grading.scrub import scrub, share_output
 from staff.sandbox.frames import MAGIC, FrameError, PipeClosed, read_frame, write_frame
 from staff.sandbox.layout import make_shared_folder
 from staff.sandbox.leftovers import ipc_objects, remove_leftovers
 from staff.sandbox.quota import DiskQuota
-from staff.scrub import scrub, share_output
 from tests.checks import write_new_file
 from tests.failure_output import failure_text
 from tests.grading import GradedTest
@@ -287,7 +287,7 @@ def test_a_path_after_an_escaped_separator_is_scrubbed():
     # "python ... SCRATCH/code/worker.py SCRATCH/grader/launch.json", NUL-separated) raised it; the worker
     # escaped the NULs to "\x00", and the path after each, preceded by "0", read as the end of another
     # path and reached results.json. Mistakes caught: that, and scrubbing a path inside another name.
-    from staff.scrub import scrub
+    from staff.grading.scrub import scrub
 
     paths = [("/tmp/staff-grade-abc", "<grading folder>")]
     raised = r"python\x00-I\x00/tmp/staff-grade-abc/code/worker.py\x00/tmp/staff-grade-abc/grader/launch.json"

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from staff import autograder
 from staff.cli import main
-from staff.cluster.slurm import grade_options
 from staff.commands.grade import register as add_grade_command
-from staff.grade import REPO_ROOT
+from staff.course.cluster.slurm import grade_options
+from staff.gradescope import autograder
+from staff.grading.grade import REPO_ROOT
 from staff.sandbox import plugin_settings
 from staff.sandbox.layout import build
 from staff.sandbox.settings import MEMORY_GIB, Settings, available_cpus, from_arguments, to_arguments
@@ -162,7 +162,8 @@ def test_settings_files_round_trip_and_bad_ones_are_refused(tmp_path):
 def test_the_autograder_grades_with_the_bundles_settings(tmp_path, monkeypatch):
     # Mistake this catches: the autograder ignoring the file `staff bundle` wrote (its deadline and visibility).
     seen = []
-    monkeypatch.setattr("staff.grade.grade", lambda submission, settings, **kwargs: seen.append(settings) or 1 / 0)
+    monkeypatch.setattr("staff.grading.grade.grade",
+                        lambda submission, settings, **kwargs: seen.append(settings) or 1 / 0)
     settings = tmp_path / "settings.json"
     chosen = Settings(run_timeout_s=123, hidden_visibility="visible", test_timeout_s=9)
     settings.write_text(chosen.to_json())

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from staff.bundle import unpack
 from staff.cli import main
-from staff.grade import REPO_ROOT
-from staff.pins import python_pin, uv_pin
+from staff.gradescope.bundle import unpack
+from staff.gradescope.pins import python_pin, uv_pin
+from staff.grading.grade import REPO_ROOT
 from staff.release.proc import ReleaseError
 
 APT_GET = """#!/bin/bash

@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 
 from staff.cli import main
-from staff.cluster.script import ScriptError, sbatch_lines
-from staff.cluster.shards import ShardError, in_shard, parse_shard, shard_of
-from staff.cluster.watch import ArrayWatch, array_list
+from staff.course.cluster.script import ScriptError, sbatch_lines
+from staff.course.cluster.shards import ShardError, in_shard, parse_shard, shard_of
+from staff.course.cluster.watch import ArrayWatch, array_list
 
 NAMES = [f"submission_{n}" for n in range(1000, 1400)]
 
@@ -36,7 +36,8 @@ def test_a_late_submission_moves_no_other_between_shards():
 
 def test_every_process_puts_a_submission_in_the_same_shard():
     # Python's own hash() of a str differs from process to process: each task would grade another share.
-    code = "from staff.cluster.shards import shard_of; print([shard_of(f'submission_{n}', 5) for n in range(50)])"
+    code = ("from staff.course.cluster.shards import shard_of; "
+            "print([shard_of(f'submission_{n}', 5) for n in range(50)])")
     found = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert found == {f"{[shard_of(f'submission_{n}', 5) for n in range(50)]}\n"}
@@ -95,7 +96,7 @@ def test_a_task_on_a_node_without_the_interpreter_says_so_and_grades_nothing(tmp
     # "could not be loaded" or dying with a bare "No such file", its exit file saying nothing.
     from pathlib import Path
 
-    from staff.cluster.script import INTERPRETER_MISSING, ArrayJob, array_script
+    from staff.course.cluster.script import INTERPRETER_MISSING, ArrayJob, array_script
 
     job = ArrayJob(tmp_path / "batch", tmp_path / "out", 2, Path.cwd(), str(tmp_path / "gone" / "python"))
     done = subprocess.run(["bash", "-c", array_script(job)], capture_output=True, text=True, timeout=60,

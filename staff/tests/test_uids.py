@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from staff.grade import REPO_ROOT
+from staff.grading.grade import REPO_ROOT
 from staff.sandbox import layout, uids
 from staff.sandbox.layout import build
 from staff.sandbox.settings import Settings
@@ -115,7 +115,7 @@ def _build(tmp_path: Path):
 @needs_root
 def test_a_grade_without_a_mapped_uid_says_why_in_its_protections(tmp_path, monkeypatch):
     from staff import samples
-    from staff.grade import grade
+    from staff.grading.grade import grade
     from staff.sandbox.settings import Settings
 
     monkeypatch.setattr(layout, "worker_uids", lambda: choose_window("0 100000 10\n", "0 100000 10\n", ACCOUNTS))

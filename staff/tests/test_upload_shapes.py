@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from staff import samples
-from staff.submission import MAX_CANDIDATES, SubmissionError, lay_package
+from staff.intake.submission import MAX_CANDIDATES, SubmissionError, lay_package
+from staff.intake.upload import MAX_ZIPS
 from staff.tests import upload_shapes
 from staff.tests.upload_shapes import SHAPES, Shape
-from staff.upload import MAX_ZIPS
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from staff.grade import REPO_ROOT
-from staff.selection import collect_only
+from staff.grading.grade import REPO_ROOT
+from staff.grading.selection import collect_only
 from staff.validate.run import Outcome, judge, matrix, sample, summary, validate
 from staff.validate.variants import CHAFF, WHEAT, Variant, dependents, load_variants, variant_source
 from tests.grading import PROBLEMS
@@ -77,8 +77,8 @@ def test_the_judge_flags_a_wheat_that_loses_a_point_and_a_chaff_caught_by_the_wr
 def test_a_grade_that_is_the_graders_failure_is_flagged_for_every_kind(monkeypatch):
     # Catches a wheat (and the stubs) read as behaving when their grade counted no test because CUDA
     # did not start in the sandbox or the container ran out of memory: 0 of 0 points lost.
-    from staff.grade import Grade
-    from staff.outcomes import Outcome as GradeOutcome
+    from staff.grading.grade import Grade
+    from staff.grading.outcomes import Outcome as GradeOutcome
     from staff.sandbox.settings import Settings
     from staff.validate import run
 

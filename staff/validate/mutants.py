@@ -26,9 +26,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from staff import samples
-from staff.markers import find_blocks
-from staff.problem_files import hidden_test_files, public_test_files
 from staff.sandbox.removal import scratch_folder
+from staff.sources.markers import find_blocks
+from staff.sources.problem_files import hidden_test_files, public_test_files
 from tests.grading import PROBLEMS
 
 EQUIVALENT = Path(__file__).resolve().parent / "equivalent.toml"

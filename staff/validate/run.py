@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from tqdm import tqdm
 
 from staff import samples
-from staff.grade import REPO_ROOT, grade
+from staff.grading.grade import REPO_ROOT, grade
+from staff.grading.selection import collect_only
 from staff.sandbox.removal import scratch_folder
 from staff.sandbox.settings import Settings
-from staff.selection import collect_only
 from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
 

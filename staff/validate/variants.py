@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from staff import samples
-from staff.markers import find_blocks
-from staff.problem_files import variants_file
+from staff.sources.markers import find_blocks
+from staff.sources.problem_files import variants_file
 from tests.grading import PROBLEMS
 
 WHEAT, CHAFF = "wheat", "chaff"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from staff.gradescope import PARTS, part
+from staff.grading.results import PARTS, part
 from tests.grading import PROBLEMS, TITLE_WIDTH, GradedTest
 
 _WIDTH = 12  # of each points column

@@ -63,11 +63,12 @@ def refused(args: argparse.Namespace) -> str:
 def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
     """Submit the shards that miss a submission, follow them, write the gradebook; 0 when every
     submission is graded, 1 when a task failed, 2 on bad input or a Slurm command that failed."""
-    from staff.batch import RESULTS, RESULTS_GPU, BatchError, find_submissions, to_grade
-    from staff.cluster.script import ArrayJob, ScriptError, array_script
-    from staff.cluster.shards import shard_of
-    from staff.cluster.watch import SlurmError, array_list, slurm
-    from staff.grade import REPO_ROOT
+    from staff.course.batch import to_grade
+    from staff.course.cluster.script import ArrayJob, ScriptError, array_script
+    from staff.course.cluster.shards import shard_of
+    from staff.course.cluster.watch import SlurmError, array_list, slurm
+    from staff.course.folder import RESULTS, RESULTS_GPU, BatchError, find_submissions
+    from staff.grading.grade import REPO_ROOT
 
     results = RESULTS_GPU if args.gpu else RESULTS
     try:
@@ -116,7 +117,7 @@ def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
     else:
         failed = []
         print(f"every submission of {folder} is already graded in {out}; nothing submitted", file=sys.stderr)
-    from staff.batch_report import write_gradebook
+    from staff.course.gradebook import write_gradebook
 
     lines, files = write_gradebook(submissions, out)
     print("\n".join(lines))
@@ -132,7 +133,7 @@ def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
 def follow(job_id: str, tasks: list[int], out: Path, result_files: list[Path], poll_s: float) -> list[int]:
     """Print the job's progress until every task has left the queue: submissions graded, tasks done,
     running, pending and failed (each failure with its log's last lines); the failed tasks."""
-    from staff.cluster.watch import ArrayWatch, queued
+    from staff.course.cluster.watch import ArrayWatch, queued
 
     watch, shown = ArrayWatch(job_id, tasks, out), ""
     while True:

@@ -1,10 +1,10 @@
 """`staff bundle OUT.zip`: the Gradescope autograder, built from this tree and checked before it is written.
 
 The zip holds setup.sh and run_autograder at its top (Gradescope's contract; setup.sh with the
-exact Python and uv versions of `staff.pins` written in), the locked environment's pyproject.toml
+exact Python and uv versions of `staff.gradescope.pins` written in), the locked environment's pyproject.toml
 and uv.lock, the public suite and adapters, and of `staff/` only what
 grading needs: the grader, the sandbox, the hidden suite and the list of the tests it grades
-(`staff.collected`). It holds no reference solution: no
+(`staff.grading.collected`). It holds no reference solution: no
 `cs336_basics/` at all (the submission brings its own), and no line of a solution body anywhere.
 """
 
@@ -15,24 +15,24 @@ import stat
 import zipfile
 from pathlib import Path
 
-from staff import provenance
 from staff.atomic import atomic_file
-from staff.autograder import DEADLINE_S, SETTINGS_FILE
-from staff.collected import COLLECTED_FILE, dumps
-from staff.markers import find_blocks
-from staff.pins import python_pin, uv_pin
+from staff.gradescope.autograder import DEADLINE_S, SETTINGS_FILE
+from staff.gradescope.pins import python_pin, uv_pin
+from staff.grading import provenance
+from staff.grading.collected import COLLECTED_FILE, dumps
 from staff.release.leaks import PUBLIC_CODE, squeeze
 from staff.release.proc import ReleaseError
 from staff.sandbox.settings import Settings
+from staff.sources.markers import find_blocks
 from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
 
 FILES = Path(__file__).resolve().parent / "autograder_files"
 TOP_FILES = {"setup.sh": FILES / "setup.sh", "run_autograder": FILES / "run_autograder"}
-TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/atomic.py",
-        "staff/autograder.py", "staff/collected.py", "staff/errors.py", "staff/grade.py", "staff/gradescope.py",
-        "staff/outcomes.py", "staff/problem_files.py", "staff/provenance.py", "staff/scrub.py", "staff/selection.py",
-        "staff/submission.py", "staff/suite_run.py", "staff/upload.py", "staff/sandbox", "staff/hidden"]
-SETTINGS_IN_BUNDLE = f"staff/{SETTINGS_FILE.name}"  # beside staff/autograder.py, which reads it
+# What the autograder imports (staff.gradescope.autograder and everything it reaches) and the suites it runs.
+TREE = ["pyproject.toml", "uv.lock", "adapters", "tests", "staff/__init__.py", "staff/atomic.py", "staff/errors.py",
+        "staff/gradescope/__init__.py", "staff/gradescope/autograder.py", "staff/grading", "staff/intake",
+        "staff/sources/__init__.py", "staff/sources/problem_files.py", "staff/sandbox", "staff/hidden"]
+SETTINGS_IN_BUNDLE = f"staff/{SETTINGS_FILE.name}"  # read by staff/gradescope/autograder.py
 EXECUTABLE = {"setup.sh", "run_autograder"}
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
 
@@ -89,15 +89,15 @@ def check(source: Path, files: dict[str, Path]) -> list[str]:
 
 def graded_test_list(source: Path, hidden_visibility: str) -> str:
     """The tests the bundle's grade runs (public and hidden, no `cuda` test), collected now and keyed
-    by what they depend on, so that an unusable upload scores 0 without a collection (`staff.collected`)."""
-    from staff.selection import collect_only, listing_key
+    by what they depend on, so that an unusable upload scores 0 without a collection (`staff.grading.collected`)."""
+    from staff.grading.selection import collect_only, listing_key
 
     tests = collect_only(source, hidden=True, gpu=False, hidden_visibility=hidden_visibility)
     return dumps(tests, listing_key(source, True, None, False, hidden_visibility))
 
 
 def recorded_provenance(source: Path, allow_uncommitted: bool) -> dict:
-    """What the bundle records of its own source (staff/provenance.json in it: `staff.provenance`
+    """What the bundle records of its own source (staff/provenance.json in it: `staff.grading.provenance`
     reads it where there is no git checkout): the grader's version, commit and whether the files the
     bundle is built from were committed, and the suite it grades with.
 
@@ -105,7 +105,7 @@ def recorded_provenance(source: Path, allow_uncommitted: bool) -> dict:
         ReleaseError: `source` is not a git checkout, or the bundle's files have uncommitted changes,
             and `allow_uncommitted` is false.
     """
-    sources = [*TREE, "staff/autograder_files", ".python-version"]
+    sources = [*TREE, "staff/gradescope/autograder_files", ".python-version"]
     changes = provenance.uncommitted(source, sources)
     if changes is None and not allow_uncommitted:
         raise ReleaseError(f"{source} is not a git checkout, so no grade could say which commit graded it; "

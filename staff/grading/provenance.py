@@ -33,7 +33,7 @@ import tomllib
 from dataclasses import asdict
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITE_FOLDERS = ("tests", "adapters")  # what decides points besides the hidden suite
 HIDDEN_FOLDER = "staff/hidden"
 PYTEST_SETTINGS = "pyproject.toml[tool.pytest]"  # the pseudo-file of pytest's settings in the suite's hash
@@ -145,8 +145,8 @@ def submission_of(upload: Path, package: Path | None) -> dict:
 def submission_sha256(upload: Path) -> dict:
     """The `submission` field a grade of `upload` would record, without grading it: the intake lays
     the package out in a scratch folder (as a grade does) and it is hashed there."""
+    from staff.intake.submission import SubmissionError, lay_package
     from staff.sandbox.removal import scratch_folder
-    from staff.submission import SubmissionError, lay_package
 
     with scratch_folder("staff-intake-") as scratch:
         try:

@@ -1,8 +1,8 @@
 """Grade one submission: this tree's public and hidden suites against the submission's package.
 
 `grade` lays the submission out (`staff.sandbox.layout`), runs the suites in a child process
-(`staff.suite_run`) on the tests `staff.selection` picks, and makes the grade: every test scored,
-what the outcome was, scrubbed of the machine's paths (`staff.scrub`). By default student code
+(`staff.grading.suite_run`) on the tests `staff.grading.selection` picks, and makes the grade: every test scored,
+what the outcome was, scrubbed of the machine's paths (`staff.grading.scrub`). By default student code
 never runs in the test process: every adapter call goes to a worker process confined by
 `staff.sandbox` (its own user when the grader is root, namespaces, Landlock, resource limits).
 Tests the run never finished (a crash, the time limit) score 0 with a note, so every run ends in a
@@ -18,16 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from staff import provenance, selection
-from staff.outcomes import Details, Outcome
+from staff.grading import provenance, selection
+from staff.grading.outcomes import Details, Outcome
+from staff.grading.scrub import INTAKE_CHARS, machine_paths, scrub, scrubbed, share_output
+from staff.grading.selection import HIDDEN_SUITE, REPO_ROOT, SUITE_PARTS, marker_expression, suites
+from staff.grading.suite_run import import_error, not_run, run_suite
+from staff.intake.submission import Intake, SubmissionError, lay_package
 from staff.sandbox import confine, cuda_preflight, exposure, memory
 from staff.sandbox.layout import Workspace, build
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.settings import Settings
-from staff.scrub import INTAKE_CHARS, machine_paths, scrub, scrubbed, share_output
-from staff.selection import HIDDEN_SUITE, REPO_ROOT, SUITE_PARTS, marker_expression, suites
-from staff.submission import Intake, SubmissionError, lay_package
-from staff.suite_run import import_error, not_run, run_suite
 from tests.failure_output import truncated
 from tests.grading import GradedTest, Note, format_table, peak_rss_bytes
 
@@ -43,10 +43,10 @@ class Grade:
     protections: dict[str, str] = field(default_factory=dict)  # what confined the student's code
     memory: dict[str, int] = field(default_factory=dict)  # bytes: what grading cost the grader's processes
     outcome: Outcome = Outcome.GRADED  # how the grade ended
-    details: Details = field(default_factory=dict)  # the outcome's facts (see staff.outcomes), paths scrubbed
+    details: Details = field(default_factory=dict)  # the outcome's facts (see staff.grading.outcomes), paths scrubbed
     never_ran: dict[str, Outcome] = field(default_factory=dict)  # nodeid -> why that test never ran
     graded_files: dict[str, object] = field(default_factory=dict)  # what the intake took (Intake.as_data), scrubbed
-    provenance: dict[str, object] = field(default_factory=dict)  # what graded it (staff.provenance)
+    provenance: dict[str, object] = field(default_factory=dict)  # what graded it (staff.grading.provenance)
     test_sources: dict[str, str] = field(default_factory=dict)  # nodeid -> sha256 of the test's source
 
     @property

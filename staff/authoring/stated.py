@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff import problem_files as files
+from staff.sources import problem_files as files
 from tests.grading import PROBLEMS, GradedTest
 
 SUMMARY = "handout/README.md"

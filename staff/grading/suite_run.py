@@ -22,11 +22,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from adapters._text import shown_text
-from staff.outcomes import Details, Outcome
+from staff.grading.outcomes import Details, Outcome
+from staff.intake.submission import PACKAGE
 from staff.sandbox import memory, memory_group
 from staff.sandbox.layout import module_names
 from staff.sandbox.settings import default
-from staff.submission import PACKAGE
 from tests.grading import FAILED, NO_GPU_REASON, RECORD_FIELDS, SKIPPED, GradedTest, Note, cuda_available
 
 REPORT, LOG = ".grading-report.jsonl", ".pytest.log"
@@ -34,7 +34,7 @@ _running: set[subprocess.Popen] = set()  # test runs in progress, so an interrup
 _running_lock = threading.Lock()
 
 
-KEEPER = Path(__file__).resolve().parent / "sandbox" / "keeper.py"
+KEEPER = Path(__file__).resolve().parents[1] / "sandbox" / "keeper.py"
 KEEPER_GRACE_S = 30.0  # for the keeper to end the run and every process below it
 
 

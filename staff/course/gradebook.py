@@ -7,7 +7,7 @@ status says "partial".
 
 It reads results files by their extra_data fields (each test's problem and part, the grade's
 outcome), never by their prose or tags; a results file that lacks them counts as not graded
-(`staff.batch.graded`). What a student wrote (names, submission folders, errors) reaches a cell or
+(`staff.course.folder.graded`). What a student wrote (names, submission folders, errors) reaches a cell or
 a line only through `shown_text`, and a cell never starts as a formula.
 """
 
@@ -23,12 +23,12 @@ from pathlib import Path
 
 from adapters._text import shown_text
 from staff.atomic import atomic_file, write_text_atomic
-from staff.batch import RESULTS, RESULTS_GPU, Submission, graded, meta_name
 from staff.course.analytics import Result, Tally, failure_message, tally_tests, top_messages
+from staff.course.folder import RESULTS, RESULTS_GPU, Submission, graded, meta_name
 from staff.course.report import ProblemScores, write_report
-from staff.gradescope import PARTS
-from staff.outcomes import Outcome
-from staff.provenance import suite_label
+from staff.grading.outcomes import Outcome
+from staff.grading.provenance import suite_label
+from staff.grading.results import PARTS
 from tests.grading import PROBLEMS, TITLE_WIDTH
 
 GRADED, PARTIAL, NOT_GRADED = "graded", "partial", "not graded"
@@ -43,7 +43,7 @@ class Row:
     seconds: float
     error: str
     status: str = NOT_GRADED  # GRADED, PARTIAL (some problems only: the rest are not graded, never 0) or NOT_GRADED
-    suites: tuple[str, ...] = ()  # the suite of each part, as staff.provenance.suite_label shows it
+    suites: tuple[str, ...] = ()  # the suite of each part, as staff.grading.provenance.suite_label shows it
     results: list[Result] = field(default_factory=list)  # every test's result, for the per-test analytics
 
     @property

@@ -2,7 +2,7 @@
 
 Each check reads the tree at `repo` and the graded tests its suites collect, and returns findings,
 each naming the file to fix. Problems are declared once, in `PROBLEMS` (tests/grading.py); their
-files are found by `staff.problem_files`; everything else (the handout's headings, tables and totals,
+files are found by `staff.sources.problem_files`; everything else (the handout's headings, tables and totals,
 the tests' problem markers, the variants files, the version, the totals the staff pages in docs/ state)
 is checked against those and against the points the tests carry; the links of every page people read
 are checked against the tree.
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff import problem_files as files
-from staff.markers import find_blocks, handout_page
-from staff.stated import SUMMARY, Stated, Totals, all_facts, cited_sections, fix_texts, with_missing_rows
+from staff.authoring.stated import SUMMARY, Stated, Totals, all_facts, cited_sections, fix_texts, with_missing_rows
+from staff.sources import problem_files as files
+from staff.sources.markers import find_blocks, handout_page
 from tests.grading import PROBLEMS, GradedTest
 
 
@@ -146,7 +146,7 @@ def check_sections(repo: Path, points: Totals) -> list[Finding]:
 
 
 def check_stated(repo: Path, points: Totals) -> list[Finding]:
-    """Every fact the tree restates (staff/stated.py: headings, points sentences, Tests-table points and
+    """Every fact the tree restates (staff/authoring/stated.py: headings, points sentences, Tests-table points and
     Totals, the hidden tests' paragraphs, the summary's rows and totals, PROBLEMS' hidden points, the
     staff pages' totals: docs/grading.md, docs/gpu.md, docs/gradescope.md) reads what the tests and PROBLEMS
     give. `staff check --fix` rewrites them."""
@@ -224,8 +224,8 @@ def check_changelog_entry(repo: Path, points: Totals) -> list[Finding]:
 
 
 def check_figures(repo: Path, points: Totals) -> list[Finding]:
-    """The handout's figures are what staff/figures.py draws now."""
-    from staff.figures import FIGURES_DIR, stale_figures
+    """The handout's figures are what staff/authoring/figures.py draws now."""
+    from staff.authoring.figures import FIGURES_DIR, stale_figures
 
     return [Finding(str(FIGURES_DIR / name), "missing or out of date; run `uv run staff figures`")
             for name in stale_figures(repo)]
@@ -233,7 +233,7 @@ def check_figures(repo: Path, points: Totals) -> list[Finding]:
 
 def check_stub_sections(repo: Path, points: Totals) -> list[Finding]:
     """Every solution block has a handout section for its stub to send the student to."""
-    from staff.sections import SectionError, SectionIndex
+    from staff.sources.sections import SectionError, SectionIndex
 
     index, found = SectionIndex(repo), []
     for module in sorted((repo / "cs336_basics").glob("*.py")):
@@ -260,8 +260,8 @@ def check_equivalent_mutants(repo: Path, points: Totals) -> list[Finding]:
 
 def check_links(repo: Path, points: Totals) -> list[Finding]:
     """Every link and path in the README, docs/, the handout, the student README and the CHANGELOG
-    stays inside the repository and names what is there (staff/links.py says what is read and how)."""
-    from staff.links import check_pages
+    stays inside the repository and names what is there (staff/authoring/links.py says what is read and how)."""
+    from staff.authoring.links import check_pages
 
     return [Finding(page, message) for page, message in check_pages(repo)]
 

@@ -1,7 +1,7 @@
 """Taking in a submission: the `cs336_basics` package found in an upload, whatever its wrapping, laid out
 for grading, and a line for the student saying which files were graded.
 
-`staff.upload` reads the upload (a folder, a zip, zips inside either, Windows names as paths). In it
+`staff.intake.upload` reads the upload (a folder, a zip, zips inside either, Windows names as paths). In it
 the package is what a person would take:
 
 1. the folder named `cs336_basics` that holds `__init__.py` or one of the assignment's modules, at most
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from staff.errors import StaffError
-from staff.upload import (
+from staff.intake.upload import (
     HARD_LINK,
     MAX_FILES,
     MAX_TOTAL_BYTES,

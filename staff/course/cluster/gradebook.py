@@ -20,7 +20,7 @@ def submissions_in(out: Path) -> list:
     which every batch run and shard writes: graded or not), else those OUT holds a meta file for
     (meta.json or meta-gpu.json, which name the submitters), sorted by name; each one's path is then
     its folder in OUT (nothing is graded from it)."""
-    from staff.batch import RESULTS, RESULTS_GPU, Submission, meta_name, read_roster
+    from staff.course.folder import RESULTS, RESULTS_GPU, Submission, meta_name, read_roster
 
     listed = read_roster(out)
     if listed is not None:
@@ -39,8 +39,8 @@ def submissions_in(out: Path) -> list:
 
 
 def main_gradebook(args: argparse.Namespace) -> int:
-    from staff.batch import BatchError, find_submissions
-    from staff.batch_report import write_gradebook
+    from staff.course.folder import BatchError, find_submissions
+    from staff.course.gradebook import write_gradebook
 
     out = args.out.resolve()
     if not out.is_dir():

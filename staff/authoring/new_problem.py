@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from staff import problem_files as files
+from staff.authoring.stated import GPU, GRADESCOPE, GRADING, REGISTRY, SUMMARY, Totals, fix_texts, summary_facts
 from staff.errors import StaffError
-from staff.stated import GPU, GRADESCOPE, GRADING, REGISTRY, SUMMARY, Totals, fix_texts, summary_facts
+from staff.sources import problem_files as files
 from tests.grading import PROBLEMS, GradedTest
 
 TODO = "TODO(new-problem)"
@@ -43,7 +43,7 @@ class NewProblem:
         return files.handout_page(self.number, self.module)
 
     def path(self, name) -> str:
-        """The relative path `staff.problem_files`' function `name` gives this problem's file."""
+        """The relative path `staff.sources.problem_files`' function `name` gives this problem's file."""
         return str(name(Path(), self.number, self.module))
 
 

@@ -25,8 +25,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from staff.errors import StaffError
-from staff.markers import SolutionBlock, handout_page
 from staff.sandbox.layout import PACKAGE
+from staff.sources.markers import SolutionBlock, handout_page
 
 _SECTION_HEADING = re.compile(r"^## (\d+\.\d+) ", re.MULTILINE)
 _CITED = re.compile(r"§(\d+\.\d+)")

@@ -1,6 +1,6 @@
 """Gradescope's side of grading: grade /autograder/submission and always write results.json.
 
-`run_autograder` (from `staff bundle`) runs `python -m staff.autograder`; the submission folder is
+`run_autograder` (from `staff bundle`) runs `python -m staff.gradescope.autograder`; the submission folder is
 taken in as `staff grade` takes a folder (the package in it, or the one zip in it). The root folder, normally
 /autograder, comes from --root (or AUTOGRADER_ROOT), so a test can run the whole autograder in a
 temporary folder. Whatever happens (an unusable upload, a submission that crashes everything, the
@@ -18,27 +18,26 @@ import traceback
 from pathlib import Path
 
 from adapters._text import shown_text
-from staff.gradescope import failure_results, write_json_atomically
-from staff.outcomes import Outcome
+from staff.grading.outcomes import Outcome
+from staff.grading.results import failure_results, write_json_atomically
 
 DEADLINE_S = 540  # Gradescope's default limit is 600 s; set-up, writing and a margin take the rest
 # Written by `staff bundle` beside this module: the settings the course chose for its Gradescope grades.
-SETTINGS_FILE = Path(__file__).resolve().parent / "settings.json"
+SETTINGS_FILE = Path(__file__).resolve().parents[1] / "settings.json"  # staff/settings.json, written by `staff bundle`
 
 
 def _known_provenance() -> dict:
-    """The suite and grader this autograder grades with (staff.provenance), for the results it writes
+    """The suite and grader this autograder grades with (staff.grading.provenance), for the results it writes
     before or without a grade; what cannot be read is left out rather than stop the autograder."""
     try:
-        from staff import provenance
-
+        from staff.grading import provenance
         return {"suite": provenance.suite(True), "grader": provenance.grader()}
     except Exception:  # noqa: BLE001 - the placeholder must be written whatever this finds
         return {}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m staff.autograder", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m staff.gradescope.autograder", description=__doc__)
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")),
                         help="the autograder's root folder (default: $AUTOGRADER_ROOT or /autograder)")
     parser.add_argument("--settings", type=Path, default=SETTINGS_FILE,
@@ -60,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
                               results)
         return 0
     try:
-        from staff.grade import grade
-        from staff.gradescope import results_json
+        from staff.grading.grade import grade
+        from staff.grading.results import results_json
         from staff.sandbox.settings import Settings
 
         settings = Settings.load(args.settings) if args.settings.exists() else Settings(run_timeout_s=DEADLINE_S)

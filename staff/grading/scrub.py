@@ -10,8 +10,8 @@ import re
 import sys
 
 from adapters._text import shown_text
+from staff.grading.selection import REPO_ROOT
 from staff.sandbox.layout import Workspace
-from staff.selection import REPO_ROOT
 from tests.failure_output import truncated
 from tests.grading import GradedTest
 

@@ -7,10 +7,10 @@ and stdout_visibility; per test name, number, score, max_score, status, output (
 of a GPU is left out: no student sees a test they cannot fix, and the GPU grader's own results carry it.
 
 extra_data is the staff's, as fields (the gradebook reads these, never the prose nor the tags):
-- top level: "outcome" (a `staff.outcomes.Outcome` value) and that outcome's details ("load_error",
+- top level: "outcome" (a `staff.grading.outcomes.Outcome` value) and that outcome's details ("load_error",
   "time_limit_s", "exit_code", or "what" and "memory_limit_bytes"); "max_score", "protections" (what
   confined the student's code) and "memory_bytes" (what grading cost); "provenance" (what graded it:
-  suite, grader, submission, settings, machine, time; see `staff.provenance`); "grader_failure" (the
+  suite, grader, submission, settings, machine, time; see `staff.grading.provenance`); "grader_failure" (the
   staff-facing reason) only when the grade says nothing of the submission;
 - per test: "nodeid" (pytest's), "problem" (its number), "part" ("public", "hidden" or "gpu"),
   "test_sha256" (its source's hash) and, for a test that never ran, "reason" (the `Outcome` value
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from adapters._text import shown_text
 from staff.atomic import atomic_file
-from staff.grade import Grade
-from staff.outcomes import Outcome
+from staff.grading.grade import Grade
+from staff.grading.outcomes import Outcome
 from tests.grading import PASSED, SKIPPED, VISIBILITIES, GradedTest
 
 OUTPUT_FORMATS = ("text", "html", "simple_format", "md", "ansi")
@@ -93,7 +93,7 @@ def failure_results(message: str, seconds: float = 0.0, outcome: Outcome = Outco
                     provenance: dict | None = None) -> dict:
     """A results document for a grade that could not run at all (`outcome`, a grader failure): 0, and
     the reason, which extra_data holds as "grader_failure" too, with what was grading where known
-    (`provenance`, see staff.provenance). The message (a traceback, which can quote the submission's
+    (`provenance`, see staff.grading.provenance). The message (a traceback, which can quote the submission's
     names and messages) is shown as `shown_text` makes it."""
     message = shown_text(message)
     return {"score": 0.0, "execution_time": round(seconds, 1), "output": fenced(message), "output_format": "md",

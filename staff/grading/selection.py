@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from staff import collected
-from staff.problem_files import hidden_test_files, public_test_files
+from staff.grading import collected
+from staff.grading.suite_run import child_env, read_report
 from staff.sandbox.removal import scratch_folder
-from staff.suite_run import child_env, read_report
+from staff.sources.problem_files import hidden_test_files, public_test_files
 from tests.grading import HIDDEN_VISIBILITY, GradedTest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the suites need from this tree; the submission contributes only its package.
 SUITE_PARTS = ("adapters", "tests", "pyproject.toml")
 HIDDEN_SUITE = REPO_ROOT / "staff" / "hidden"
@@ -67,7 +67,7 @@ def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | Non
 
 def listing_key(repo: Path, hidden: bool, problems: set[int] | None, gpu: bool | None,
                 hidden_visibility: str) -> dict[str, object]:
-    """What the list of a grade's tests depends on (see `staff.collected`), for the suites in `repo`."""
+    """What the list of a grade's tests depends on (see `staff.grading.collected`), for the suites in `repo`."""
     parts = [*SUITE_PARTS, *([str(HIDDEN_SUITE.relative_to(REPO_ROOT))] if hidden else [])]
     return collected.key(repo, parts, _selection(hidden, problems, gpu), hidden_visibility)
 
