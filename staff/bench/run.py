@@ -10,11 +10,16 @@ from pathlib import Path
 
 from staff.atomic import write_text_atomic
 from staff.bench.measure import Row, machine_description, markdown
+from staff.errors import StaffError
 
 GROUPS = ("cli", "kernels", "student", "grading", "release", "staff-suite")
 DEFAULT_GROUPS = ("cli", "kernels", "student", "grading", "release")  # the staff suite alone takes about 15 minutes
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 BENCH_PAGE = Path("docs/speed.md")  # the page whose table `staff bench --readme` rewrites, from the repository root
+
+
+class BenchError(StaffError, ValueError):
+    """Counts below 1, or a page without one pair of bench markers; the message says which."""
 
 
 def _progress(started: float):
@@ -60,14 +65,19 @@ def replace_readme_table(readme: Path, table: str) -> None:
     """Put `table` between the page's bench markers, which must each appear once."""
     text = readme.read_text(encoding="utf-8")
     if text.count(README_START) != 1 or text.count(README_END) != 1:
-        raise ValueError(f"{readme} needs one {README_START} line and one {README_END} line to hold the table")
+        raise BenchError(f"{readme} needs one {README_START} line and one {README_END} line to hold the table")
     pattern = re.compile(re.escape(README_START) + r".*?" + re.escape(README_END), re.DOTALL)
     write_text_atomic(readme, pattern.sub(lambda _: f"{README_START}\n{table}{README_END}", text))
 
 
-def main_bench(groups: list[str], repeats: int, batch_size: int, out: Path, readme: Path | None) -> int:
+def bench(groups: list[str], repeats: int, batch_size: int, out: Path, readme: Path | None) -> None:
+    """Time `groups`, print the table and write it to `out` (and into `readme`'s bench markers).
+
+    Raises:
+        BenchError: a count below 1, or a README without one pair of markers.
+    """
     if repeats < 1 or batch_size < 1:
-        raise ValueError(f"--repeats and --batch-size must be at least 1, got {repeats} and {batch_size}")
+        raise BenchError(f"--repeats and --batch-size must be at least 1, got {repeats} and {batch_size}")
     started = time.monotonic()
     rows = run_groups(groups, repeats, batch_size)
     minutes = (time.monotonic() - started) / 60
@@ -81,4 +91,3 @@ def main_bench(groups: list[str], repeats: int, batch_size: int, out: Path, read
     missed = [f"{row.group} ({row.case})" for row in rows if row.met is False]
     if missed:
         print("targets not met: " + "; ".join(missed), file=sys.stderr)
-    return 0

@@ -3,19 +3,46 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from staff.commands.needs_gpu import no_gpu
 
 
 def run(args: argparse.Namespace) -> int:
-    from staff.gpu.report import main_report
+    """0 when measured, 1 when measuring failed, 2 on bad arguments or no GPU."""
+    from staff.gpu.report import ReportError, format_report, run_report
     from staff.grading.grade import REPO_ROOT
 
     if args.device.startswith("cuda") and no_gpu("gpu-report", "; run it on the GPU machine, or pass --device "
                                                   "cpu to see the report's shape here"):
         return 2
-    return main_report(args, REPO_ROOT)
+    import torch
+
+    try:
+        torch.device(args.device)
+    except RuntimeError:
+        print(f"staff gpu-report: --device {args.device!r} is not a device; expected cuda, cuda:N or cpu",
+              file=sys.stderr)
+        return 2
+    if any(size < 1 for size in args.sizes) or args.repeats < 1 or args.warmup < 1:
+        print("staff gpu-report: sizes, --warmup and --repeats must be at least 1", file=sys.stderr)
+        return 2
+    submission = args.submission.resolve() if args.submission else None
+    if submission is not None and not submission.exists():
+        print(f"staff gpu-report: {submission} does not exist; expected a folder holding cs336_basics/ or a zip of it",
+              file=sys.stderr)
+        return 2
+    print(f"measuring {submission or 'the reference'} on {args.device}", file=sys.stderr)
+    try:
+        report, files = run_report(submission, args.device, args.sizes, args.dtypes, args.warmup, args.repeats,
+                                   args.out, REPO_ROOT)
+    except ReportError as error:
+        print(f"staff gpu-report: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(format_report(report)))
+    print("\nwritten: " + ", ".join(str(f) for f in files))
+    return 0
 
 
 def register(commands) -> None:

@@ -18,8 +18,8 @@ DEFAULT_RESULTS, DEFAULT_GPU_RESULTS = Path("results.json"), Path("results-gpu.j
 
 
 def register(commands) -> None:
-    from staff.course.cluster.slurm import add_options
-    from staff.sandbox.settings import add_arguments
+    from staff.commands.settings_options import add_arguments
+    from staff.commands.slurm_options import add_options
 
     grade = commands.add_parser(
         "grade",
@@ -43,8 +43,8 @@ def register(commands) -> None:
     grade.add_argument("-j", "--jobs", type=int, default=None,
                        help="submissions graded at once (default: cores; 1 with --gpu, which refuses more)")
     grade.add_argument("--force", action="store_true", help="with --batch, grade again what is already graded")
-    add_arguments(grade)  # the grade's settings (limits, protections, --gpu ...): staff/sandbox/settings.py
-    add_options(grade)  # --shard, --slurm and theirs: staff/course/cluster/slurm.py
+    add_arguments(grade)  # the grade's settings (limits, protections, --gpu ...): staff.sandbox.settings
+    add_options(grade)  # --shard, --slurm and theirs
     grade.add_argument("-v", "--verbose", action="store_true",
                        help="show pytest's own output instead of a progress bar")
     grade.set_defaults(run=run)
@@ -62,8 +62,8 @@ def print_protections(protections: dict[str, str]) -> None:
 
 def grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
     """A function that grades one submission with the settings the options give."""
+    from staff.commands.settings_options import from_arguments
     from staff.grading.grade import grade
-    from staff.sandbox.settings import from_arguments
 
     settings = from_arguments(args)
 
@@ -75,23 +75,20 @@ def grader(args: argparse.Namespace, progress: bool, jobs: int = 1):
 
 def run(args: argparse.Namespace) -> int:
     from staff.bytecode import ensure_compiled
-    from staff.course.cluster.slurm import refused
+    from staff.commands.settings_options import from_arguments
+    from staff.commands.slurm_options import refused
     from staff.grading.console import points_table
     from staff.grading.grade import REPO_ROOT
     from staff.grading.results import write_results
     from staff.grading.suite_run import stop_running
     from staff.sandbox import exposure
-    from staff.sandbox.settings import from_arguments
 
     if refused(args):
         print(f"staff grade: {refused(args)}", file=sys.stderr)
         return 2
-    try:  # settings that cannot work (a memory limit torch cannot start under) or that would leave the grading
-        # user's files open to student code stop here, before any grade
-        exposure.check(from_arguments(args))
-    except ValueError as error:
-        print(f"staff grade: {error}", file=sys.stderr)
-        return 2
+    # Settings that cannot work (a memory limit torch cannot start under) or that would leave the grading
+    # user's files open to student code stop here, before any grade (a StaffError: staff.cli says why).
+    exposure.check(from_arguments(args))
     ensure_compiled()
     if args.slurm:
         return run_batch(args)  # on a login node, which need not have the GPU its tasks ask for
@@ -135,11 +132,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_batch(args: argparse.Namespace) -> int:
+    from staff.commands.settings_options import from_arguments
     from staff.course.batch import grade_batch
-    from staff.course.folder import RESULTS, RESULTS_GPU, BatchError
+    from staff.course.cluster.shards import parse_shard
+    from staff.course.folder import RESULTS, RESULTS_GPU
     from staff.course.stale import Current
     from staff.grading.suite_run import stop_running
-    from staff.sandbox.settings import from_arguments
 
     folder = args.batch.resolve()
     out = (args.out or folder.with_name(folder.name + "-grades")).resolve()
@@ -147,22 +145,15 @@ def run_batch(args: argparse.Namespace) -> int:
         print("staff grade: give either a SUBMISSION or --batch DIR, not both", file=sys.stderr)
         return 2
     if args.slurm:
-        from staff.course.cluster.slurm import main_slurm
-
-        return main_slurm(args, folder, out)
-    from staff.course.cluster.shards import ShardError, parse_shard
-
+        return run_slurm(args, folder, out)
     jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
+    shard = parse_shard(args.shard) if args.shard else None
+    print(f"grading the submissions in {folder}{f' (shard {args.shard})' if shard else ''} into {out}, "
+          f"{jobs} at a time", file=sys.stderr)
     try:
-        shard = parse_shard(args.shard) if args.shard else None
-        print(f"grading the submissions in {folder}{f' (shard {args.shard})' if shard else ''} into {out}, "
-              f"{jobs} at a time", file=sys.stderr)
         lines, files = grade_batch(folder, out, grader(args, progress=False, jobs=jobs), jobs, args.force,
                                    results=RESULTS_GPU if args.gpu else RESULTS, shard=shard,
                                    current=Current.of(from_arguments(args)))
-    except (BatchError, ShardError) as error:
-        print(f"staff grade: {error}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         stop_running()
         print(f"staff grade: interrupted; finished submissions are kept in {out}; run the same command to "
@@ -173,4 +164,29 @@ def run_batch(args: argparse.Namespace) -> int:
         print(f"when every shard has ended, the gradebook: staff gradebook {out} --batch {folder}")
         return 0
     print("\nwritten: " + ", ".join(str(f.relative_to(out)) for f in files) + f" in {out}")
+    return 0
+
+
+def run_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
+    """0 when every submission is graded, 1 when a task failed or a submission is still not graded, 130
+    when the watch was stopped (the job goes on); bad input or a failed Slurm command: staff.cli's 2."""
+    from staff.commands.slurm_options import slurm_batch
+    from staff.course.cluster.slurm import grade_on_slurm
+
+    batch = slurm_batch(args, folder, out)
+    try:
+        outcome = grade_on_slurm(batch, dry_run=args.dry_run)
+    except KeyboardInterrupt:
+        return 130
+    if args.dry_run:
+        print(outcome.script, end="")
+        print(f"# --dry-run: nothing submitted; `staff grade` would write this to {outcome.script_path} and run "
+              f"`sbatch --array=LIST {outcome.script_path}` for the shards that miss a submission", file=sys.stderr)
+        return 0
+    print("\n".join(outcome.lines))
+    print("\nwritten: " + ", ".join(str(f.relative_to(out)) for f in outcome.files) + f" in {out}")
+    if not outcome.complete:
+        print(f"staff grade: {len(outcome.failed_tasks)} task(s) failed, {outcome.missing} submission(s) not graded "
+              f"or stale; run the same command again to grade only those", file=sys.stderr)
+        return 1
     return 0

@@ -11,7 +11,7 @@ from staff.commands.needs_gpu import gpu_refused
 
 def run(args: argparse.Namespace) -> int:
     from staff.bytecode import ensure_compiled
-    from staff.validate.run import main_validate
+    from staff.validate.run import all_validated
     from tests.grading import PROBLEMS
 
     problems = set(args.problem) if args.problem else None
@@ -24,18 +24,15 @@ def run(args: argparse.Namespace) -> int:
     jobs = 1 if args.gpu else args.jobs or os.cpu_count() or 1
     ensure_compiled()
     if args.mutants:
-        from staff.validate.mutants import main_mutants
+        from staff.validate.mutants import all_mutants_killed
 
-        return main_mutants(sorted(problems or PROBLEMS), jobs)
+        return 0 if all_mutants_killed(sorted(problems or PROBLEMS), jobs) else 1
     if args.flaky:
-        from staff.validate.flaky import main_flaky
+        from staff.validate.flaky import none_flaky
 
-        return main_flaky(args.flaky, jobs)
-    try:
-        return main_validate(args.sample, problems, jobs, gpu=args.gpu, names=set(args.variant or ()))
-    except ValueError as error:
-        print(f"staff validate: {error}", file=sys.stderr)
-        return 2
+        return 0 if none_flaky(args.flaky, jobs) else 1
+    clean = all_validated(args.sample, problems, jobs, gpu=args.gpu, names=set(args.variant or ()))
+    return 0 if clean else 1
 
 
 def register(commands) -> None:

@@ -13,7 +13,6 @@ throw-away machine). Times are in seconds (milliseconds in the table), rates in 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -226,36 +225,6 @@ def _child(request_text: str) -> int:
     report = measure(request["device"], request["sizes"], request["dtypes"], request["warmup"], request["repeats"],
                      Path(request["token_file"]))
     Path(request["answer"]).write_text(json.dumps(report))
-    return 0
-
-
-def main_report(args: argparse.Namespace, repo: Path) -> int:
-    """`staff gpu-report` once the device is known to be there: 0, 1 when measuring failed, 2 on bad arguments."""
-    import torch
-
-    try:
-        torch.device(args.device)
-    except RuntimeError:
-        print(f"staff gpu-report: --device {args.device!r} is not a device; expected cuda, cuda:N or cpu",
-              file=sys.stderr)
-        return 2
-    if any(size < 1 for size in args.sizes) or args.repeats < 1 or args.warmup < 1:
-        print("staff gpu-report: sizes, --warmup and --repeats must be at least 1", file=sys.stderr)
-        return 2
-    submission = args.submission.resolve() if args.submission else None
-    if submission is not None and not submission.exists():
-        print(f"staff gpu-report: {submission} does not exist; expected a folder holding cs336_basics/ or a zip of it",
-              file=sys.stderr)
-        return 2
-    print(f"measuring {submission or 'the reference'} on {args.device}", file=sys.stderr)
-    try:
-        report, files = run_report(submission, args.device, args.sizes, args.dtypes, args.warmup, args.repeats,
-                                   args.out, repo)
-    except ReportError as error:
-        print(f"staff gpu-report: {error}", file=sys.stderr)
-        return 1
-    print("\n".join(format_report(report)))
-    print("\nwritten: " + ", ".join(str(f) for f in files))
     return 0
 
 

@@ -1,7 +1,7 @@
 """Every setting of a grade, declared once: its name, its default, its command-line option and what it means.
 
-`staff grade`'s options are made from these fields (`add_arguments`, read back by `from_arguments`;
-`to_arguments` writes the options that give a `Settings` again, for a Slurm task), `grade()` takes
+`staff grade`'s options are made from these fields (staff/commands/settings_options.py; `to_arguments`
+here writes the options that give a `Settings` again, for a Slurm task), `grade()` takes
 one `Settings`, the sandbox's worker and plugin get their limits from it, and `staff bundle` writes
 the bundle's choices as a file (`staff/settings.json` in the bundle) that the Gradescope autograder
 reads. A local grade and the autograder use the same defaults unless a setting says otherwise (the
@@ -11,7 +11,6 @@ the sandbox because the sandbox travels into every grade's workspace and into th
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields
@@ -28,7 +27,7 @@ IMPORT_MEASURED_GIB = 3.375
 # submission's sake. The margin is for other machines' libraries and thread stacks.
 MEMORY_FLOOR_GIB = 4.0
 _NUMBERS = ("run_timeout_s", "test_timeout_s", "import_timeout_s", "startup_timeout_s", "disk_gib", "threads")
-_SWITCHES = ("hidden", "gpu", "in_process", "separate_user", "namespaces", "landlock", "seccomp", "tmpfs",
+SWITCHES = ("hidden", "gpu", "in_process", "separate_user", "namespaces", "landlock", "seccomp", "tmpfs",
              "gpu_confinement", "allow_open_grader")
 
 
@@ -109,7 +108,7 @@ class Settings:
             raise ValueError(f"threads must be a whole number, got {self.threads!r}")
         if self.hidden_visibility not in VISIBILITIES:
             raise ValueError(f"hidden_visibility must be one of {VISIBILITIES}, got {self.hidden_visibility!r}")
-        for name in _SWITCHES:
+        for name in SWITCHES:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.problems is not None:
@@ -170,63 +169,16 @@ def default(name: str):
     return next(spec.default for spec in fields(Settings) if spec.name == name)
 
 
-def _at_least_zero(kind: type):
-    """An argparse type: a number of `kind` that is 0 or more (argparse then names the option)."""
-    def convert(text: str):
-        value = kind(text)
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {text}")
-        return value
-
-    convert.__name__ = kind.__name__  # what argparse says was expected
-    return convert
-
-
-def _argparse_keywords(spec) -> dict:
-    """How argparse reads setting `spec`: a switch stores the opposite of its default, problems take
-    numbers, a number must be at least 0; every option's default is None (not given)."""
-    extra = {k: v for k, v in spec.metadata.items() if k not in ("option", "help")}
-    if spec.name in _SWITCHES:
-        return {"action": "store_const", "const": not spec.default, **extra}
-    if spec.name == "problems":
-        return {"nargs": "+", "type": int, "choices": sorted(PROBLEMS), "metavar": "N", **extra}
-    if "choices" in extra:
-        return {"type": str, **extra}
-    kind = float if spec.name == "memory_gib" else type(spec.default)
-    metavar = "N" if kind is int else "GIB" if spec.name.endswith("_gib") else "SECONDS"
-    return {"type": _at_least_zero(kind), "metavar": metavar, **extra}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One option per setting, with its help (and its default, where the help does not say it)."""
-    for spec in fields(Settings):
-        help = spec.metadata["help"]
-        if spec.name not in _SWITCHES and "default:" not in help:
-            help = f"{help} (default: {f'{spec.default:g}' if _is_number(spec.default) else spec.default})"
-        parser.add_argument(spec.metadata["option"], dest=spec.name, default=None, help=help,
-                            **_argparse_keywords(spec))
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def from_arguments(args: argparse.Namespace) -> Settings:
-    """The settings the options give, the defaults for the rest."""
-    return Settings(**{spec.name: getattr(args, spec.name) for spec in fields(Settings)
-                       if getattr(args, spec.name, None) is not None})
-
-
 def to_arguments(settings: Settings) -> list[str]:
     """The options that give `settings` (only those that differ from the defaults): what a Slurm
-    task's `staff grade` is given to grade as this one does. `from_arguments` reads them back whole."""
+    task's `staff grade` is given to grade as this one does; its options read them back whole."""
     given = [spec for spec in fields(Settings) if getattr(settings, spec.name) != spec.default]
-    options = [spec.metadata["option"] for spec in given if spec.name in _SWITCHES]  # the switches first
+    options = [spec.metadata["option"] for spec in given if spec.name in SWITCHES]  # the switches first
     for spec in given:
         value = getattr(settings, spec.name)
         if spec.name == "problems":
             options += [spec.metadata["option"], *map(str, value)]
-        elif spec.name not in _SWITCHES:
+        elif spec.name not in SWITCHES:
             options += [spec.metadata["option"], f"{value:g}" if isinstance(value, float) else str(value)]
     return options
 

@@ -12,7 +12,8 @@ from staff.commands import COMMANDS
 from staff.grading.grade import REPO_ROOT
 from staff.sandbox.settings import Settings
 
-HELPERS = {"__init__", "needs_gpu"}  # modules of staff/commands that are no command
+# Modules of staff/commands that are no command.
+HELPERS = {"__init__", "needs_gpu", "settings_options", "slurm_options"}
 
 
 def test_every_command_module_is_registered():
@@ -58,3 +59,31 @@ def test_an_error_for_the_person_at_the_command_line_is_one_line_and_exit_2(caps
     assert capsys.readouterr().err == "staff bad-input: no such folder: /x; expected a folder of submissions\n"
     with pytest.raises(KeyError):
         main(["bug"])
+
+
+def below_the_commands() -> list:
+    """staff's library modules: everything but the command line (cli.py, commands/) and the tests."""
+    skipped = {"commands", "tests", "hidden", "redteam/cases"}
+    return [path for path in sorted((REPO_ROOT / "staff").rglob("*.py"))
+            if path.name != "cli.py" and not any(part in path.relative_to(REPO_ROOT).as_posix().split("/")
+                                                 or part in path.as_posix() for part in skipped)]
+
+
+def test_nothing_below_the_commands_reads_arguments_or_returns_an_exit_status():
+    # Mistakes this catches: a library function that takes the command's argparse.Namespace (its options then
+    # travel down the tree untyped) or a `main_*` that returns an exit status for a command to pass on. A
+    # module run as its own process (`python -m ...`, with an `if __name__ == "__main__"`) has its `main`.
+    import ast
+
+    found = []
+    for path in below_the_commands():
+        source = path.read_text(encoding="utf-8")
+        name = path.relative_to(REPO_ROOT).as_posix()
+        if "Namespace" in "".join(line.split("#")[0] for line in source.splitlines()):
+            found.append(f"{name} names argparse.Namespace")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("main_"):
+                found.append(f"{name}: {node.name}")
+            if isinstance(node, ast.FunctionDef) and node.name == "main" and '__name__ == "__main__"' not in source:
+                found.append(f"{name}: main, though it is not run as a program")
+    assert found == [], "move these to staff/commands:\n" + "\n".join(found)

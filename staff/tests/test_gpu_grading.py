@@ -13,11 +13,12 @@ import torch
 
 from staff.cli import main
 from staff.commands.grade import register as add_grade_command
+from staff.commands.settings_options import from_arguments
 from staff.course.folder import RESULTS, RESULTS_GPU, Submission
 from staff.course.gradebook import write_gradebook
 from staff.grading.grade import REPO_ROOT, Grade, grade
 from staff.grading.results import results_json, write_json_atomically
-from staff.sandbox.settings import MEMORY_GIB, Settings, from_arguments
+from staff.sandbox.settings import MEMORY_GIB, Settings
 from tests.grading import FAILED, PASSED, GradedTest
 
 

@@ -14,12 +14,13 @@ import pytest
 
 from staff.cli import main
 from staff.commands.grade import register as add_grade_command
-from staff.course.cluster.slurm import grade_options
+from staff.commands.settings_options import from_arguments
+from staff.course.cluster.slurm import SlurmBatch, task_options
 from staff.gradescope import autograder
 from staff.grading.grade import REPO_ROOT
 from staff.sandbox import plugin_settings
 from staff.sandbox.layout import build
-from staff.sandbox.settings import MEMORY_GIB, Settings, available_cpus, from_arguments, to_arguments
+from staff.sandbox.settings import MEMORY_GIB, Settings, available_cpus, to_arguments
 from tests.grading import PROBLEMS
 
 # Every setting away from its default: what a TA may give on the command line.
@@ -42,7 +43,7 @@ def test_every_setting_has_an_option_and_reaches_a_slurm_task_whole():
     assert from_arguments(parsed()) == Settings()
     given = parsed(*to_arguments(CHOSEN))
     assert from_arguments(given) == CHOSEN
-    assert from_arguments(parsed(*grade_options(given))) == CHOSEN
+    assert from_arguments(parsed(*task_options(SlurmBatch(Path("dir"), Path("out"), from_arguments(given))))) == CHOSEN
     assert from_arguments(parsed("--timeout", "30", "--threads", "3", "--hidden-visibility", "visible")) == \
         Settings(run_timeout_s=30, threads=3, hidden_visibility="visible")
 

@@ -208,7 +208,9 @@ def run(problems: list[int], jobs: int) -> tuple[dict[int, dict[str, int]], list
     return counts, sorted(survivors, key=lambda m: (m.problem, m.line))
 
 
-def main_mutants(problems: list[int], jobs: int) -> int:
+def all_mutants_killed(problems: list[int], jobs: int) -> bool:
+    """Grade every mutant of `problems`' reference, printing each problem's kill rate and the survivors;
+    whether none survived."""
     counts, survivors = run(problems, jobs)
     print(f"{'problem':<26}{'mutants':>9}{'killed':>8}{'equiv.':>8}{'survive':>9}{'kill rate':>11}")
     for number, row in counts.items():
@@ -219,4 +221,4 @@ def main_mutants(problems: list[int], jobs: int) -> int:
               f"{row['equivalent']:>8}{survive:>9}{rate:>10.1%}")
     for mutant in survivors:
         print(f"SURVIVED problem {mutant.problem}: {mutant.key}")
-    return 1 if survivors else 0
+    return not survivors

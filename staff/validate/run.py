@@ -28,7 +28,7 @@ from staff.grading.grade import REPO_ROOT, grade
 from staff.grading.selection import collect_only
 from staff.sandbox.removal import scratch_folder
 from staff.sandbox.settings import Settings
-from staff.validate.variants import CHAFF, WHEAT, Variant, build, dependents, load_variants
+from staff.validate.variants import CHAFF, WHEAT, Variant, VariantError, build, dependents, load_variants
 from tests.grading import PASSED, PROBLEMS, SKIPPED
 
 # Where the handout says a problem runs another's code, so that a mistake there may cost points
@@ -241,15 +241,17 @@ def sample(variants: list[Variant]) -> list[Variant]:
 
 
 def named(variants: list[Variant], names: set[str]) -> list[Variant]:
-    """The variants called one of `names` (a name or a key), or a ValueError naming those none is called."""
+    """The variants called one of `names` (a name or a key), or a VariantError naming those none is called."""
     unknown = names - {v.name for v in variants} - {v.key for v in variants}
     if unknown:
-        raise ValueError(f"no variant is called {', '.join(sorted(unknown))}")
+        raise VariantError(f"no variant is called {', '.join(sorted(unknown))}")
     return [v for v in variants if v.name in names or v.key in names]
 
 
-def main_validate(sampled: bool, problems: set[int] | None, jobs: int, gpu: bool = False,
-                  names: set[str] = frozenset()) -> int:
+def all_validated(sampled: bool, problems: set[int] | None, jobs: int, gpu: bool = False,
+                  names: set[str] = frozenset()) -> bool:
+    """Grade the chosen implementations (a sample, those `names` calls, or all of `problems`' and, for
+    all problems, the stubs), print their matrix and summary; whether each was graded as it must be."""
     variants = load_variants(problems)
     chosen = gradable(sample(variants) if sampled else named(variants, names) if names else variants, gpu)
     started = time.monotonic()
@@ -261,4 +263,4 @@ def main_validate(sampled: bool, problems: set[int] | None, jobs: int, gpu: bool
         print(f"not graded here, since only a GPU catches them: {', '.join(gpu_only)} (`staff validate --gpu` on "
               f"a GPU machine)")
     print(f"\n{len(outcomes)} implementations graded in {time.monotonic() - started:.0f} s with {jobs} at a time")
-    return 1 if any(o.verdict for o in outcomes) else 0
+    return not any(o.verdict for o in outcomes)

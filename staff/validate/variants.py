@@ -19,11 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from staff import samples
+from staff.errors import StaffError
 from staff.sources.markers import find_blocks
 from staff.sources.problem_files import variants_file
 from tests.grading import PROBLEMS
 
 WHEAT, CHAFF = "wheat", "chaff"
+
+
+class VariantError(StaffError, ValueError):
+    """A variants file that cannot be read, or a variant asked for by a name none has; the message says which."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ def load_variants(problems: set[int] | None = None) -> list[Variant]:
         try:
             spec = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as error:
-            raise ValueError(f"{path}: {error}") from error
+            raise VariantError(f"{path}: {error}") from error
         blocks = {b.qualname for b in find_blocks((samples.REPO_ROOT / "cs336_basics" / f"{problem.module}.py")
                                                   .read_text(encoding="utf-8"))}
         for kind in (WHEAT, CHAFF):
@@ -67,7 +72,7 @@ def load_variants(problems: set[int] | None = None) -> list[Variant]:
                 unknown = set(variant.bodies) - blocks
                 caught = variant.catches or variant.gpu_catches
                 if unknown or (kind == CHAFF and not caught) or not (variant.bodies or variant.append):
-                    raise ValueError(f"{path}: {kind} {variant.name!r}: unknown functions {sorted(unknown)}, or a "
+                    raise VariantError(f"{path}: {kind} {variant.name!r}: unknown functions {sorted(unknown)}, or a "
                                      f"chaff without 'catches' or 'gpu_catches', or nothing changed")
                 found.append(variant)
     return found

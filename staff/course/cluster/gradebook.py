@@ -9,9 +9,7 @@ or where there is no such list, those OUT holds a meta file for.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 
@@ -38,34 +36,16 @@ def submissions_in(out: Path) -> list:
     return [found[key] for key in sorted(found)]
 
 
-def main_gradebook(args: argparse.Namespace) -> int:
+def rebuild_gradebook(out: Path, batch: Path | None = None) -> tuple[list[str], list[Path]]:
+    """Write OUT's gradebook again from every result in it: its summary lines and the files written.
+    Its rows are `batch`'s submissions where given, else those of `submissions_in(out)`.
+
+    Raises:
+        BatchError: OUT is not a folder, or `batch` cannot be read.
+    """
     from staff.course.folder import BatchError, find_submissions
     from staff.course.gradebook import write_gradebook
 
-    out = args.out.resolve()
     if not out.is_dir():
-        print(f"staff gradebook: {out} is not a folder; expected the OUT of `staff grade --batch DIR --out OUT`",
-              file=sys.stderr)
-        return 2
-    try:
-        submissions = find_submissions(args.batch) if args.batch else submissions_in(out)
-    except BatchError as error:
-        print(f"staff gradebook: {error}", file=sys.stderr)
-        return 2
-    lines, files = write_gradebook(submissions, out)
-    print("\n".join(lines))
-    print("\nwritten: " + ", ".join(str(f.relative_to(out)) for f in files) + f" in {out}")
-    return 0
-
-
-def add_gradebook(commands) -> None:
-    gradebook = commands.add_parser(
-        "gradebook", help="write grades.csv, summary.md and charts/ again from every result in a batch's OUT",
-        description="Rebuild a batch's gradebook (grades.csv, summary.md, charts/) from every results.json and "
-        "results-gpu.json in OUT, grading nothing: the last step after `staff grade --batch DIR --shard K/N` has "
-        "run for every K, and the way to add a GPU part copied into OUT.")
-    gradebook.add_argument("out", type=Path, metavar="OUT", help="the batch's output folder")
-    gradebook.add_argument("--batch", type=Path, metavar="DIR", default=None,
-                           help="the batch's folder: its submissions are the gradebook's rows, graded or not "
-                           "(default: the submissions the batch listed in OUT/submissions.json)")
-    gradebook.set_defaults(run=main_gradebook)
+        raise BatchError(f"{out} is not a folder; expected the OUT of `staff grade --batch DIR --out OUT`")
+    return write_gradebook(find_submissions(batch) if batch else submissions_in(out), out)

@@ -9,125 +9,113 @@ running; `staff gradebook OUT` writes the gradebook later.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from staff.sandbox.settings import Settings
+
 SUBMISSIONS_PER_SHARD = 10  # --shards' default: one task per ten submissions
-FLAGS = ("force", "verbose")  # `staff grade` switches, besides the settings, passed on to every task
 
 
-def add_options(grade: argparse.ArgumentParser) -> None:
-    """`staff grade`'s options for shards and Slurm."""
-    group = grade.add_argument_group("shards and Slurm (docs/cluster.md)")
-    group.add_argument("--shard", metavar="K/N", default=None,
-                       help="with --batch, grade only shard K of N (the submissions whose name's sha256 is K-1 "
-                       "modulo N); shards never share a submission, and write no gradebook: `staff gradebook OUT`")
-    group.add_argument("--slurm", action="store_true",
-                       help="with --batch, grade the shards as one Slurm array job (one task per shard), follow "
-                       "it, then write the gradebook; options after `--` go to sbatch")
-    group.add_argument("--shards", type=int, default=None, metavar="N",
-                       help=f"with --slurm, the number of shards and tasks (default: one per "
-                       f"{SUBMISSIONS_PER_SHARD} submissions)")
-    group.add_argument("--partition", default=None, metavar="P", help="with --slurm, the partition to run in")
-    group.add_argument("--dry-run", action="store_true", help="with --slurm, print the script; submit nothing")
-    group.add_argument("--poll", type=float, default=10.0, metavar="SECONDS",
-                       help="with --slurm, seconds between looks at the queue (default: %(default)g)")
+@dataclass(frozen=True)
+class SlurmBatch:
+    """A batch to grade as one Slurm array job: DIR's submissions into OUT, with `settings` in every task."""
+
+    folder: Path  # DIR, the batch
+    out: Path  # OUT, outside DIR
+    settings: Settings
+    jobs: int = 2  # submissions a task grades at once
+    shards: int | None = None  # tasks; None: one per SUBMISSIONS_PER_SHARD submissions
+    partition: str | None = None
+    force: bool = False  # grade again what is already graded
+    verbose: bool = False  # each task's pytest output in its log
+    sbatch: tuple[str, ...] = field(default_factory=tuple)  # options for sbatch (`-- OPTIONS`)
+    poll_s: float = 10.0  # seconds between looks at the queue
 
 
-def grade_options(args: argparse.Namespace) -> list[str]:
-    """The options of this `staff grade` that every task's `staff grade --shard` must get too."""
-    from staff.sandbox.settings import from_arguments, to_arguments
+@dataclass(frozen=True)
+class SlurmOutcome:
+    """What a Slurm batch came to: the gradebook's lines and files, the tasks that failed and the
+    submissions still not graded (or stale). `script` alone is set by a dry run, which submits nothing."""
 
-    return [f"--{name}" for name in FLAGS if getattr(args, name, False)] + to_arguments(from_arguments(args))
+    lines: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    failed_tasks: list[int] = field(default_factory=list)
+    missing: int = 0
+    script: str = ""
+    script_path: Path | None = None  # where a submitted run writes the script
 
-
-def refused(args: argparse.Namespace) -> str:
-    """Why these options cannot go together ("" when they can)."""
-    if args.shard and args.slurm:
-        return "--slurm runs every shard itself; give --shard K/N or --slurm, not both"
-    slurm_only = [name for name, given in (("--shards", args.shards is not None), ("--partition", args.partition),
-                                           ("--dry-run", args.dry_run), ("options after --", args.sbatch))
-                  if given]
-    if slurm_only and not args.slurm:
-        return f"{', '.join(slurm_only)} go with --slurm only"
-    if (args.shard or args.slurm) and args.batch is None:
-        return "--shard and --slurm grade a batch: give --batch DIR"
-    if args.shards is not None and args.shards < 1:
-        return f"--shards {args.shards}: expected at least 1"
-    return ""
+    @property
+    def complete(self) -> bool:
+        return not self.failed_tasks and not self.missing
 
 
-def main_slurm(args: argparse.Namespace, folder: Path, out: Path) -> int:
-    """Submit the shards that miss a submission, follow them, write the gradebook; 0 when every
-    submission is graded, 1 when a task failed, 2 on bad input or a Slurm command that failed."""
+def task_options(batch: SlurmBatch) -> list[str]:
+    """The `staff grade` options every task's `staff grade --shard` gets, to grade as this batch does."""
+    from staff.sandbox.settings import to_arguments
+
+    flags = [f"--{name}" for name, given in (("force", batch.force), ("verbose", batch.verbose)) if given]
+    return flags + to_arguments(batch.settings)
+
+
+def grade_on_slurm(batch: SlurmBatch, dry_run: bool = False) -> SlurmOutcome:
+    """Submit the shards that miss a submission, follow them to the end and write the gradebook; with
+    `dry_run`, only the script (SlurmOutcome.script). Stopping the watch (KeyboardInterrupt) leaves the
+    job running, says how to look at it, and is raised again.
+
+    Raises:
+        BatchError, ScriptError, SlurmError: bad input, or a Slurm command that failed.
+    """
     from staff.course.batch import to_grade
-    from staff.course.cluster.script import ArrayJob, ScriptError, array_script
+    from staff.course.cluster.script import ArrayJob, array_script
     from staff.course.cluster.shards import shard_of
     from staff.course.cluster.watch import SlurmError, array_list, slurm
     from staff.course.folder import RESULTS, RESULTS_GPU, BatchError, find_submissions
+    from staff.course.stale import Current
     from staff.grading.grade import REPO_ROOT
 
-    results = RESULTS_GPU if args.gpu else RESULTS
-    try:
-        submissions = find_submissions(folder)
-        if folder == out or folder in out.parents:
-            raise BatchError(f"{out} is inside the batch folder {folder}; choose another output folder")
-        shards = args.shards or max(1, math.ceil(len(submissions) / SUBMISSIONS_PER_SHARD))
-        job = ArrayJob(folder, out, shards, REPO_ROOT, sys.executable, bool(args.gpu), args.jobs or 2, args.partition,
-                       grade_options(args), args.sbatch)
-        script = array_script(job, time.strftime("%Y-%m-%d %H:%M %Z"))
-    except (BatchError, ScriptError) as error:
-        print(f"staff grade: {error}", file=sys.stderr)
-        return 2
-    if args.dry_run:
-        print(script, end="")
-        print(f"# --dry-run: nothing submitted; `staff grade` would write this to {job.path} and run "
-              f"`sbatch --array=LIST {job.path}` for the shards that miss a submission", file=sys.stderr)
-        return 0
-    from staff.course.stale import Current
-    from staff.sandbox.settings import from_arguments
-
-    current = Current.of(from_arguments(args))
-    stale = to_grade(submissions, out, results, current, args.force)
+    folder, out = batch.folder, batch.out
+    results = RESULTS_GPU if batch.settings.gpu else RESULTS
+    submissions = find_submissions(folder)
+    if folder == out or folder in out.parents:
+        raise BatchError(f"{out} is inside the batch folder {folder}; choose another output folder")
+    shards = batch.shards or max(1, math.ceil(len(submissions) / SUBMISSIONS_PER_SHARD))
+    job = ArrayJob(folder, out, shards, REPO_ROOT, sys.executable, batch.settings.gpu, batch.jobs, batch.partition,
+                   task_options(batch), list(batch.sbatch))
+    script = array_script(job, time.strftime("%Y-%m-%d %H:%M %Z"))
+    if dry_run:
+        return SlurmOutcome(script=script, script_path=job.path)
+    current = Current.of(batch.settings)
+    stale = to_grade(submissions, out, results, current, batch.force)
     tasks = sorted({shard_of(s.key, shards) for s in submissions if s.key in stale})
+    failed: list[int] = []
     if tasks:
         job.path.parent.mkdir(parents=True, exist_ok=True)
         job.path.write_text(script, encoding="utf-8")
         job.path.chmod(0o755)
         try:
             job_id = slurm(["sbatch", "--parsable", f"--array={array_list(tasks)}", str(job.path)]).strip()
-            job_id = job_id.split(";", 1)[0]
         except SlurmError as error:
-            print(f"staff grade: {error}\nthe script is {job.path}", file=sys.stderr)
-            return 2
+            raise SlurmError(f"{error}\nthe script is {job.path}") from error
+        job_id = job_id.split(";", 1)[0]
         print(f"submitted Slurm job {job_id}: {len(tasks)} of {shards} shards ({array_list(tasks)}) of "
               f"{len(submissions)} submissions; script {job.path}", file=sys.stderr)
         try:
-            failed = follow(job_id, tasks, out, [out / s.key / results for s in submissions], args.poll)
-        except SlurmError as error:
-            print(f"staff grade: {error}", file=sys.stderr)
-            return 2
+            failed = follow(job_id, tasks, out, [out / s.key / results for s in submissions], batch.poll_s)
         except KeyboardInterrupt:
             print(f"\nstaff grade: stopped watching; job {job_id} goes on (`squeue -j {job_id}`). When it has "
                   f"ended: staff gradebook {out} --batch {folder}", file=sys.stderr)
-            return 130
+            raise
     else:
-        failed = []
         print(f"every submission of {folder} is already graded in {out}; nothing submitted", file=sys.stderr)
     from staff.course.gradebook import write_gradebook
 
     lines, files = write_gradebook(submissions, out)
-    print("\n".join(lines))
-    print("\nwritten: " + ", ".join(str(f.relative_to(out)) for f in files) + f" in {out}")
     missing = len(to_grade(submissions, out, results, current))  # a stale grade a failed task left counts too
-    if failed or missing:
-        print(f"staff grade: {len(failed)} task(s) failed, {missing} submission(s) not graded or stale; run the same "
-              f"command again to grade only those", file=sys.stderr)
-        return 1
-    return 0
+    return SlurmOutcome(lines, files, failed, missing)
 
 
 def follow(job_id: str, tasks: list[int], out: Path, result_files: list[Path], poll_s: float) -> list[int]:
