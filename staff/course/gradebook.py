@@ -144,20 +144,34 @@ def write_csv(rows: list[Row], path: Path) -> None:
             writer.writerow([cell(row) for _, cell in chosen])
 
 
-TEST_COLUMNS = ("problem", "test", "nodeid", "ran", "failed", "failure_rate", "suspect", "top_message",
-                "top_message_count", "distinct_messages")
+def _top_message(tally: Tally) -> tuple[str, int]:
+    """The test's most frequent failure message and how many failures said it; ("", 0) where none failed."""
+    top = top_messages(tally, 1)
+    return top[0] if top else ("", 0)
+
+
+# tests.csv's columns, in order: each one's header and how a test's tally fills it (one list for both).
+TEST_COLUMNS: list[tuple[str, Callable[[Tally], object]]] = [
+    ("problem", lambda s: s.problem),
+    ("test", lambda s: spreadsheet_safe(s.name)),
+    ("nodeid", lambda s: spreadsheet_safe(s.nodeid)),
+    ("ran", lambda s: s.ran),
+    ("failed", lambda s: s.failed),
+    ("failure_rate", lambda s: f"{s.failure_rate:.3f}"),
+    ("suspect", lambda s: spreadsheet_safe(s.suspect)),
+    ("top_message", lambda s: spreadsheet_safe(_top_message(s)[0])),
+    ("top_message_count", lambda s: _top_message(s)[1]),
+    ("distinct_messages", lambda s: len(s.messages)),
+]
 
 
 def write_test_csv(stats: list[Tally], path: Path) -> None:
     """tests.csv: one row per test, TEST_COLUMNS in order."""
     with atomic_file(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(TEST_COLUMNS)
-        for s in stats:
-            top = top_messages(s, 1)
-            writer.writerow([s.problem, spreadsheet_safe(s.name), spreadsheet_safe(s.nodeid), s.ran, s.failed,
-                             f"{s.failure_rate:.3f}", spreadsheet_safe(s.suspect),
-                             spreadsheet_safe(top[0][0]) if top else "", top[0][1] if top else 0, len(s.messages)])
+        writer.writerow([name for name, _ in TEST_COLUMNS])
+        for tally in stats:
+            writer.writerow([cell(tally) for _, cell in TEST_COLUMNS])
 
 
 def problem_scores(rows: list[Row]) -> list[ProblemScores]:
