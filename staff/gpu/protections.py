@@ -90,17 +90,17 @@ PROBES = (
 
 
 def _sandbox():
-    from staff.sandbox import confine, cuda_files, landlock_rules, syscall_filter, user_limits
-    from staff.sandbox.layout import PRIVATE_FOLDERS, SYSTEM_READ_ONLY, library_folders
+    from staff.sandbox import confine, landlock_rules, syscall_filter, user_limits
+    from staff.sandbox.layout import PRIVATE_FOLDERS, worker_devices, worker_read_only
     from staff.sandbox.worker_config import site_packages
 
-    return confine, cuda_files, landlock_rules, syscall_filter, user_limits, PRIVATE_FOLDERS, SYSTEM_READ_ONLY, \
-        library_folders, site_packages
+    return confine, landlock_rules, syscall_filter, user_limits, PRIVATE_FOLDERS, site_packages, worker_read_only, \
+        worker_devices
 
 
 def _apply(protection: str, scratch: str, repo: str) -> str:
     """Apply one protection to this process, as the worker does; its status."""
-    confine, cuda_files, landlock_rules, syscall_filter, user_limits, private, system, libraries, packages = \
+    confine, landlock_rules, syscall_filter, user_limits, private, packages, worker_read_only, worker_devices = \
         _sandbox()
     root = os.geteuid() == 0
     if protection == "namespaces":
@@ -129,9 +129,8 @@ def _apply(protection: str, scratch: str, repo: str) -> str:
         limits = user_limits.set_limits(None, CPU_TIME_S, FILE_BYTES, PROCESSES, OPEN_FILES)
         return limits if limits != confine.ON else confine.no_new_privileges()
     if protection.startswith("Landlock"):
-        read_only = [repo, sys.base_prefix, sys.prefix, *packages(), *system, *libraries(),
-                     *cuda_files.existing(cuda_files.READ)]
-        devices = ["/dev/null", "/dev/full", *cuda_files.existing(cuda_files.DEVICE)]
+        read_only = [repo, *worker_read_only(packages(), cuda=True)]  # a grade's list, and this checkout
+        devices = worker_devices()
         if protection == "Landlock, reading all":
             read_only = ["/"]
         own_proc = protection != "Landlock, /proc read-only"

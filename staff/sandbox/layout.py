@@ -164,6 +164,18 @@ def _for_the_worker_alone(root: Path, gid: int | None) -> None:
             os.chmod(path, folder_mode if path == folder else file_mode)
 
 
+def worker_read_only(packages: list[str], cuda: bool) -> list[str]:
+    """What Landlock lets a worker read besides its code and folders: the interpreter, its packages, the
+    system's files and libraries, and for a GPU grade the driver's files (staff/sandbox/cuda_files.py)."""
+    return [sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders(),
+            *(cuda_files.existing(cuda_files.READ) if cuda else [])]
+
+
+def worker_devices() -> list[str]:
+    """The devices a worker may open: the harmless ones, and the GPU's where there is one."""
+    return DEVICES + cuda_files.existing(cuda_files.DEVICE)
+
+
 def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...], hidden: bool,
           settings: Settings | None, jobs: int = 1, cuda_preflight_stand_in: str | None = None) -> Workspace:
     """Lay out `scratch` for grading the package folder `package` with this tree's suites, and write
@@ -206,9 +218,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     preflight = (cuda_preflight_stand_in or cuda_preflight.DEVICE) if settings.gpu else ""
     config = WorkerConfig(
         code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
-        read_only=[sys.base_prefix, sys.prefix, *packages, *SYSTEM_READ_ONLY, *library_folders(),
-                   *(cuda_files.existing(cuda_files.READ) if settings.cuda_confined else [])],
-        devices=DEVICES + cuda_files.existing(cuda_files.DEVICE),
+        read_only=worker_read_only(packages, settings.cuda_confined), devices=worker_devices(),
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
         uid=uid, gid=uid, threads=settings.torch_threads(jobs), namespaces=settings.namespaces,
         landlock=settings.landlock, seccomp=settings.seccomp, tmpfs=settings.tmpfs,
