@@ -68,18 +68,6 @@ if [ "$RUN_TESTS" -eq 1 ]; then
   fi
 fi
 
-# Changes outside cs336_basics/ are not graded: the graders use their own adapters/ and tests/.
-if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  outside=""
-  while IFS= read -r line; do
-    case "${line:3}" in *.zip) ;; *) outside="$outside    $line"$'\n' ;; esac  # archives are not work
-  done < <(git status --porcelain --untracked-files=all -- . ':(exclude)cs336_basics' 2>/dev/null)
-  if [ -n "$outside" ]; then
-    warn "these changes are outside cs336_basics/ and will not be graded:"
-    printf '%s' "$outside" >&2
-  fi
-fi
-
 PYTHON=""
 for candidate in python3 python; do
   if command -v "$candidate" >/dev/null 2>&1 \
@@ -91,6 +79,53 @@ if [ -z "$PYTHON" ]; then
   if command -v uv >/dev/null 2>&1; then PYTHON="uv run --no-project python"; else
     echo "make_submission.sh: found neither python3 nor uv to write the zip" >&2; exit 1
   fi
+fi
+
+# Changes outside cs336_basics/ are not graded: the graders use their own adapters/ and tests/. In a git
+# checkout, git says what changed; elsewhere (the release's zip, unpacked), .release-sums does: the sha256 of
+# every file the release shipped outside cs336_basics/.
+if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  outside=""
+  while IFS= read -r line; do
+    case "${line:3}" in *.zip) ;; *) outside="$outside    $line"$'\n' ;; esac  # archives are not work
+  done < <(git status --porcelain --untracked-files=all -- . ':(exclude)cs336_basics' 2>/dev/null)
+  if [ -n "$outside" ]; then
+    warn "these changes are outside cs336_basics/ and will not be graded:"
+    printf '%s' "$outside" >&2
+  fi
+elif [ -f .release-sums ]; then
+  $PYTHON - <<'PY'
+import hashlib
+import os
+import sys
+
+shipped = {}
+for line in open(".release-sums", encoding="utf-8"):
+    digest, _, path = line.rstrip("\n").partition("  ")
+    if path:
+        shipped[path] = digest
+said = []
+for path, digest in sorted(shipped.items()):
+    try:
+        with open(path, "rb") as handle:
+            if hashlib.sha256(handle.read()).hexdigest() != digest:
+                said.append(f"    changed  {path}")
+    except FileNotFoundError:
+        said.append(f"    deleted  {path}")
+    except OSError as error:
+        said.append(f"    unreadable  {path} ({error.strerror})")
+folders = sorted({path.split("/")[0] for path in shipped if "/" in path})
+for folder in folders:
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(files):
+            path = os.path.join(parent, name).replace(os.sep, "/")
+            if path not in shipped and not name.startswith(".") and not name.endswith(".pyc"):
+                said.append(f"    added    {path}")
+if said:
+    print("WARNING: these changes are outside cs336_basics/ and will not be graded:", file=sys.stderr)
+    print("\n".join(said), file=sys.stderr)
+PY
 fi
 
 echo "==> writing $ARCHIVE"

@@ -13,7 +13,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from staff.release.contents import EXECUTABLE, SHIPPED_FOLDERS, STUB, Entry, plan, write_tree
+from staff.release.contents import EXECUTABLE, SHIPPED_FOLDERS, STUB, Entry, plan, write_manifest, write_tree
 from staff.release.proc import ReleaseError, clean_env, run, step, uv
 from staff.release.selfcheck import grade_stubs, install, require, run_public_tests
 from staff.release.verify import check_tree
@@ -95,6 +95,7 @@ def _build_and_check(source: Path, tree: Path, check: Path) -> list[Entry]:
         write_tree(source, tree, entries)
     with step("re-locking for the student pyproject.toml (uv lock)"):
         run([uv(), "lock"], tree, what="uv lock in the release")
+        write_manifest(tree, entries)
     with step("checking files, stubs, sizes and leaks"):
         require(check_tree(source, tree, entries), "static checks")
     shutil.copytree(tree, check)  # the checks install and run in a copy, so the release stays clean

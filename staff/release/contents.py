@@ -7,6 +7,7 @@ lock file is copied, then re-locked inside the release.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,13 @@ STUDENT_README = "STUDENT_README.md"  # becomes the release's README.md
 SHIPPED_FILES = {"README.md": STUDENT_README, "pyproject.toml": "pyproject.toml", "uv.lock": "uv.lock",
                  "make_submission.sh": "make_submission.sh", ".gitignore": ".gitignore",
                  "CHANGELOG.md": "CHANGELOG.md", ".python-version": ".python-version"}
-TOP_LEVEL = frozenset(SHIPPED_FOLDERS) | frozenset(SHIPPED_FILES)
+# Every file the release ships outside the package, with its sha256 (the lines of `sha256sum`), so that
+# make_submission.sh can name what a student changed outside cs336_basics/ where there is no git history.
+MANIFEST = ".release-sums"
+TOP_LEVEL = frozenset(SHIPPED_FOLDERS) | frozenset(SHIPPED_FILES) | {MANIFEST}
 EXECUTABLE = frozenset({"make_submission.sh"})
 
-COPY, STUB, PYPROJECT, LOCK = "copy", "stub", "pyproject", "lock"
+COPY, STUB, PYPROJECT, LOCK, SUMS = "copy", "stub", "pyproject", "lock", "sums"
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,22 @@ def plan(source: Path) -> list[Entry]:
             raise ReleaseError(f"{source / origin} is missing; the release's {dest} is made from it")
         kind = {"pyproject.toml": PYPROJECT, "uv.lock": LOCK}.get(dest, COPY)
         entries.append(Entry(dest, kind, origin))
+    entries.append(Entry(MANIFEST, SUMS, ""))  # made from the release itself, once it is locked
     return sorted(entries, key=lambda e: e.dest)
+
+
+def manifest_text(release: Path, entries: list[Entry]) -> str:
+    """The manifest of `release`: `sha256  path` for every file it ships outside the package, by path."""
+    lines = [f"{hashlib.sha256((release / e.dest).read_bytes()).hexdigest()}  {e.dest}\n" for e in entries
+             if e.kind != SUMS and not e.dest.startswith(f"{PACKAGE}/") and (release / e.dest).is_file()]
+    return "".join(sorted(lines, key=lambda line: line.split("  ", 1)[1]))
+
+
+def write_manifest(release: Path, entries: list[Entry]) -> None:
+    """Write the release's manifest (MANIFEST): the last file written, once the lock file is final."""
+    target = release / MANIFEST
+    target.write_text(manifest_text(release, entries), encoding="utf-8", newline="")
+    target.chmod(0o644)
 
 
 def stubbed_modules(source: Path, entries: list[Entry]) -> dict[str, str]:
@@ -107,6 +126,8 @@ def write_tree(source: Path, dest: Path, entries: list[Entry]) -> None:
     except PyprojectError as error:
         raise ReleaseError(f"pyproject.toml: {error}") from error
     for entry in entries:
+        if entry.kind == SUMS:
+            continue  # write_manifest, after the lock
         target = dest / entry.dest
         target.parent.mkdir(parents=True, exist_ok=True)
         if entry.kind == STUB:

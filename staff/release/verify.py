@@ -8,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from staff.release.contents import COPY, STUB, TOP_LEVEL, Entry
+from staff.release.contents import COPY, STUB, SUMS, TOP_LEVEL, Entry, manifest_text
 from staff.release.leaks import find_leaks
 from staff.sources.markers import SolutionBlock, find_blocks, handout_page
 from staff.sources.sections import page_sections
@@ -70,6 +70,10 @@ def check_tree(source: Path, release: Path, entries: list[Entry]) -> list[str]:
         size = target.stat().st_size
         if size > MAX_FILE_BYTES:
             problems.append(f"{entry.dest}: {size} bytes, larger than the {MAX_FILE_BYTES}-byte limit for one file")
+        if entry.kind == SUMS:
+            if target.read_text(encoding="utf-8") != manifest_text(release, entries):
+                problems.append(f"{entry.dest}: not the sums of the release's files")
+            continue
         original = (source / entry.source).read_bytes()
         if entry.kind == COPY and target.read_bytes() != original:
             problems.append(f"{entry.dest}: differs from {entry.source}")

@@ -18,7 +18,7 @@ import pytest
 
 from staff.cli import main
 from staff.grading.grade import REPO_ROOT, grade
-from staff.release.contents import TOP_LEVEL, plan, write_tree
+from staff.release.contents import MANIFEST, TOP_LEVEL, plan, write_manifest, write_tree
 from staff.release.proc import ReleaseError, run, uv
 from staff.release.pyproject import PyprojectError, student_pyproject
 from staff.release.selfcheck import judge_public_run
@@ -43,6 +43,7 @@ def written(tmp_path_factory):
     entries = plan(REPO_ROOT)
     write_tree(REPO_ROOT, tree, entries)
     run([uv(), "lock"], tree, what="uv lock")
+    write_manifest(tree, entries)
     return entries, tree
 
 
@@ -67,6 +68,26 @@ def test_written_release_passes_the_static_checks(written):
 
 def append(path: Path, text: str) -> None:
     path.write_text(path.read_text() + text)
+
+
+def test_outside_git_make_submission_names_what_changed_outside_the_package(release):
+    # Mistake this catches: the warning about edits outside cs336_basics/ given only inside git, so a student
+    # who unpacked the release's zip, edited tests/ or adapters/ and saw them pass is never told that the
+    # graders use their own copies; and a manifest that goes stale when the lock file is made again.
+    entries, tree = release
+    assert check_tree(REPO_ROOT, tree, entries) == []
+    clean = run_script(tree, "--skip-tests", timeout=60)
+    assert clean.returncode == 0 and "outside cs336_basics" not in clean.stderr, clean.stderr
+    append(tree / "tests" / "checks.py", "\n# my own note\n")
+    (tree / "adapters" / "mine.py").write_text("x = 1\n")
+    (tree / "handout" / "01_dtype_memory.md").unlink()
+    said = run_script(tree, "--skip-tests", timeout=60)
+    assert said.returncode == 0 and (tree / "cs336-basics-submission.zip").is_file(), said.stderr
+    assert "outside cs336_basics/ and will not be graded" in said.stderr
+    assert "changed  tests/checks.py" in said.stderr and "added    adapters/mine.py" in said.stderr
+    assert "deleted  handout/01_dtype_memory.md" in said.stderr
+    (tree / MANIFEST).write_text("0" * 64 + "  uv.lock\n")
+    assert any("not the sums" in problem for problem in check_tree(REPO_ROOT, tree, entries))
 
 
 def replace(path: Path, old: str, new: str) -> None:
@@ -102,10 +123,10 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
         lambda r: replace(r / "cs336_basics" / "strides.py", "Strides and offsets count elements", "Strides count"),
         r"cs336_basics/strides\.py:\d+: differs from the source outside the solution markers"),
     "a staff module copied into adapters": (
-        lambda r: shutil.copyfile(REPO_ROOT / "staff" / "grade.py", r / "adapters" / "grade.py"),
+        lambda r: shutil.copyfile(REPO_ROOT / "staff" / "grading" / "grade.py", r / "adapters" / "grade.py"),
         r"adapters/grade\.py: not part of the release plan"),
     "staff code pasted into a shipped file": (
-        lambda r: append(r / "tests" / "checks.py", "\n" + (REPO_ROOT / "staff" / "submission.py").read_text()),
+        lambda r: append(r / "tests" / "checks.py", "\n" + (REPO_ROOT / "staff" / "intake" / "submission.py").read_text()),
         r"leak: tests/checks\.py:\d+: repeats staff/intake/submission\.py:\d+"),
     "the staff folder at the top level": (
         lambda r: shutil.copytree(REPO_ROOT / "staff", r / "staff", ignore=shutil.ignore_patterns("__pycache__")),
