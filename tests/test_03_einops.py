@@ -10,11 +10,11 @@ import torch
 from adapters import einops_ops as A
 from adapters._instrument import FlopCounterMode
 from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, describe
+from tests.tolerances import FLOAT64
 
 pytestmark = pytest.mark.problem(3)
 SEE = "handout/03_einops.md"
 # float64 inputs: results may differ from the reference ops only by summation order.
-TOL = dict(atol=1e-12, rtol=1e-10)
 
 
 @pytest.mark.points(1)
@@ -23,7 +23,7 @@ def test_attention_scores(batch, seq1, seq2, hidden):
     q = torch.randn(batch, seq1, hidden, dtype=torch.float64)
     k = torch.randn(batch, seq2, hidden, dtype=torch.float64)
     check_tensor(A.run_attention_scores(q, k), q @ k.transpose(-2, -1), what="attention_scores",
-                 inputs=f"queries={describe(q)}, keys={describe(k)}", see=f"{SEE} §3.1", **TOL)
+                 inputs=f"queries={describe(q)}, keys={describe(k)}", see=f"{SEE} §3.1", **FLOAT64)
 
 
 @pytest.mark.points(1)
@@ -44,7 +44,7 @@ def test_per_head_linear(leading, heads, head_in, head_out):
     w = torch.randn(head_in, head_out, dtype=torch.float64)
     expected = torch.cat([x[..., h * head_in : (h + 1) * head_in] @ w for h in range(heads)], dim=-1)
     check_tensor(A.run_per_head_linear(x, w, heads), expected, what="per_head_linear",
-                 inputs=f"x={describe(x)}, weight={describe(w)}, num_heads={heads}", see=f"{SEE} §3.3", **TOL)
+                 inputs=f"x={describe(x)}, weight={describe(w)}, num_heads={heads}", see=f"{SEE} §3.3", **FLOAT64)
 
 
 @pytest.mark.points(2)
@@ -52,7 +52,7 @@ def test_reductions():
     for shape in [(2, 3, 4), (5,), (3, 1, 2, 6)]:
         x = torch.randn(shape, dtype=torch.float64)
         check_tensor(A.run_sum_hidden(x), x.sum(-1), what="sum_hidden", inputs=f"x={describe(x)}",
-                     see=f"{SEE} §3.4", **TOL)
+                     see=f"{SEE} §3.4", **FLOAT64)
     x = torch.randn(3, 7, 5, dtype=torch.float64)
     check_tensor(A.run_max_over_sequence(x), x.amax(dim=1), what="max_over_sequence", inputs=f"x={describe(x)}",
                  see=f"{SEE} §3.4")

@@ -9,6 +9,7 @@ import torch
 
 from adapters import backward as A
 from tests.checks import check_equal, check_tensor, describe, explain
+from tests.tolerances import FLOAT64
 
 pytestmark = pytest.mark.problem(5)
 SEE = "handout/05_backward.md"
@@ -16,7 +17,6 @@ SEE = "handout/05_backward.md"
 # (B, D, K): batch, hidden and output sizes. Shapes alone cannot catch every wrong transpose (w1 is D x D,
 # and (1, 4, 1) has B = K), so the tests compare values with autograd's.
 SHAPES = [(5, 3, 2), (1, 4, 1), (16, 8, 12)]
-FLOAT64 = dict(atol=1e-12, rtol=1e-10)
 
 
 def autograd_two_layer(x, w1, w2):

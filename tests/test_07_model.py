@@ -11,10 +11,10 @@ import torch
 
 from adapters import model as A
 from tests.checks import check_equal, check_tensor, describe, explain
+from tests.tolerances import FLOAT32
 
 pytestmark = pytest.mark.problem(7)
 SEE = "handout/07_model.md"
-FLOAT32 = dict(atol=1e-5, rtol=1e-5)  # matmul chains may round differently in another order
 STAND_IN_LINEAR = "(its layers made by a stand-in for your Linear: a Linear mistake fails the Linear tests, not this)"
 
 

@@ -10,10 +10,10 @@ from adapters import optimizer as A
 from tests import gpu_memory as G
 from tests.checks import check_equal, check_tensor, explain
 from tests.gpu_figures import record_figure
+from tests.tolerances import FLOAT64
 
 pytestmark = pytest.mark.problem(8)
 SEE = "handout/08_adagrad.md"
-FLOAT64 = dict(atol=1e-12, rtol=1e-10)
 SHAPES = [(3, 4), (5,)]
 
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from adapters import einops_ops as A
 from tests.checks import VALID_FIRST, check_equal, check_raises, check_tensor, describe
+from tests.tolerances import FLOAT32
 
 pytestmark = pytest.mark.problem(3)
 SEE = "handout/03_einops.md"
-FLOAT32 = dict(atol=1e-5, rtol=1e-5)  # float32 sums may be added up in another order
 sizes = st.integers(1, 5)
 
 

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from adapters import backward as A
 from tests.checks import check_equal, check_tensor, describe, explain
 from tests.test_05_backward import autograd_two_layer
+from tests.tolerances import FLOAT32_GRADIENT, FLOAT64
 
 pytestmark = pytest.mark.problem(5)
 SEE = "handout/05_backward.md"
-TOLERANCE = {torch.float64: dict(atol=1e-12, rtol=1e-10), torch.float32: dict(atol=1e-5, rtol=1e-4)}
+TOLERANCE = {torch.float64: FLOAT64, torch.float32: FLOAT32_GRADIENT}
 dims = st.integers(1, 9)
 
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from adapters import model as A
 from tests.checks import check_equal, check_tensor, describe, explain
 from tests.test_07_model import STAND_IN_LINEAR, check_linear_uses_trunc_normal_init
+from tests.tolerances import BFLOAT16, FLOAT32_MODEL
 
 pytestmark = pytest.mark.problem(7)
 SEE = "handout/07_model.md"
-FLOAT32 = dict(atol=1e-4, rtol=1e-4)
 
 
 def names_and_shapes(dim: int, num_layers: int) -> dict[str, tuple[int, ...]]:
@@ -39,7 +39,7 @@ def chain(state: dict[str, torch.Tensor], num_layers: int, x: torch.Tensor) -> t
 @given(st.integers(1, 6), st.integers(1, 6), st.lists(st.integers(1, 3), max_size=3))
 def test_linear_applies_to_any_leading_dimensions(d_in, d_out, leading):
     weight, x = torch.randn(d_in, d_out), torch.randn(*leading, d_in)
-    check_tensor(A.run_linear(d_in, d_out, weight, x), x @ weight, **FLOAT32, what="Linear(x) = x @ weight",
+    check_tensor(A.run_linear(d_in, d_out, weight, x), x @ weight, **FLOAT32_MODEL, what="Linear(x) = x @ weight",
                  inputs=f"weight {describe(weight)}, x {describe(x)}", see=f"{SEE} §7.1")
 
 
@@ -86,7 +86,7 @@ def test_cruncher_with_no_hidden_layer():
                 what="parameter names and shapes", inputs=f"Cruncher(5, 0) {STAND_IN_LINEAR}", see=f"{SEE} §7.2")
     state = {"final.weight": torch.randn(dim, 1)}
     x = torch.randn(3, dim)
-    check_tensor(A.run_cruncher(dim, 0, state, x), chain(state, 0, x), **FLOAT32, what="Cruncher(5, 0): the "
+    check_tensor(A.run_cruncher(dim, 0, state, x), chain(state, 0, x), **FLOAT32_MODEL, what="Cruncher(5, 0): the "
                  "final layer alone", inputs=f"x {describe(x)}", see=f"{SEE} §7.2")
 
 
@@ -95,7 +95,7 @@ def test_cruncher_with_no_hidden_layer():
 def test_cruncher_forward_of_any_size(batch, dim, num_layers):
     state = {name: torch.randn(shape) / math.sqrt(dim) for name, shape in names_and_shapes(dim, num_layers).items()}
     x = torch.randn(batch, dim)
-    check_tensor(A.run_cruncher(dim, num_layers, state, x), chain(state, num_layers, x), **FLOAT32,
+    check_tensor(A.run_cruncher(dim, num_layers, state, x), chain(state, num_layers, x), **FLOAT32_MODEL,
                  what="Cruncher output: the layers in order, then the final layer, one number per example",
                  inputs=f"Cruncher({dim}, {num_layers}) {STAND_IN_LINEAR}, x {describe(x)}", see=f"{SEE} §7.2")
 
@@ -114,7 +114,7 @@ def test_cruncher_gradients_reach_every_weight():
         assert got[name] is not None, explain(f"the gradient of {name}", inputs="Cruncher(4, 3), loss = sum of outputs",
                                               expected="a tensor", got="None (is the weight an nn.Parameter, used "
                                               "in forward?)", see=f"{SEE} §7.2")
-        check_tensor(got[name], leaf.grad, **FLOAT32, what=f"gradient of {name} (autograd of the matmul chain)",
+        check_tensor(got[name], leaf.grad, **FLOAT32_MODEL, what=f"gradient of {name} (autograd of the matmul chain)",
                      inputs="Cruncher(4, 3), loss = sum of outputs", see=f"{SEE} §7.2")
 
 
@@ -135,7 +135,6 @@ def test_num_parameters_counts_frozen_and_shared_parameters_once_each():
 # weights through model.parameters() and steps them with their gradients, and §11.4 runs the model under
 # autocast. The tests above build the Cruncher with a stand-in Linear; these two build it with yours.
 OWN_LINEAR = "made of your own Linear layers"
-BFLOAT16 = dict(atol=3e-2, rtol=3e-2)  # bfloat16 keeps 8 bits of mantissa: about 0.4% per rounding, a few per chain
 
 
 @pytest.mark.points(0.5)
@@ -157,7 +156,7 @@ def test_gradients_reach_your_own_linear_weights_through_your_cruncher():
         assert got["grads"][name] is not None, explain(
             f"the gradient of {name}", inputs=inputs, expected="a tensor", see=f"{SEE} §7.1",
             got="None (forward must use the parameter itself, not self.weight.data or a detached copy)")
-        check_tensor(got["grads"][name], leaf.grad, **FLOAT32, inputs=inputs, see=f"{SEE} §7.1",
+        check_tensor(got["grads"][name], leaf.grad, **FLOAT32_MODEL, inputs=inputs, see=f"{SEE} §7.1",
                      what=f"gradient of {name} (autograd of the matmul chain)")
 
 

@@ -14,10 +14,10 @@ import torch
 from adapters import optimizer as A
 from tests.checks import call_explained, check_equal, check_tensor, explain
 from tests.test_08_adagrad import ASSUMES, adagrad_by_hand, alone, check_training_step_memory
+from tests.tolerances import FLOAT32_STEP, FLOAT64
 
 pytestmark = pytest.mark.problem(8)
 SEE = "handout/08_adagrad.md"
-FLOAT64 = dict(atol=1e-12, rtol=1e-10)
 SHAPES = [(2, 3), (4,), (1, 1, 2)]
 
 
@@ -78,7 +78,7 @@ def test_float32_parameters():
     for i, (g, e) in enumerate(zip(got["params"], expected)):
         check_equal(g.dtype, torch.float32, what=f"dtype of float32 parameter {i} after 3 steps",
                     inputs="float32 parameters and gradients, lr=0.1", see=f"{SEE} §8.1")
-        check_tensor(g, e.float(), atol=1e-6, rtol=1e-5, inputs="float32 parameters and gradients, lr=0.1",
+        check_tensor(g, e.float(), **FLOAT32_STEP, inputs="float32 parameters and gradients, lr=0.1",
                      what=f"float32 parameter {i} after 3 steps, against your AdaGrad on the same values in float64 "
                           f"({ASSUMES})", see=f"{SEE} §8.1")
 
@@ -225,7 +225,7 @@ def test_adagrad_built_from_a_models_parameters_and_resumed_through_torch_save()
     # (what is tested is the optimizer built from a model, not the update rule).
     expected = A.run_adagrad(weights, got["grads"], lr=0.1)["params"]
     for i, (g, e) in enumerate(zip(got["params"][-1], expected)):
-        check_tensor(g, e, atol=1e-6, rtol=1e-5, inputs=inputs, see=f"{SEE} §8.2",
+        check_tensor(g, e, **FLOAT32_STEP, inputs=inputs, see=f"{SEE} §8.2",
                      what=f"weight {i} after 4 steps, against your AdaGrad built from a list and given the same "
                           f"gradients ({ASSUMES})")
     resumed = ("the same 4 steps, but after step 2 torch.save({'model': model.state_dict(), 'optimizer': "
