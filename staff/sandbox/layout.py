@@ -220,8 +220,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
         read_only=worker_read_only(packages, settings.cuda_confined), devices=worker_devices(),
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
-        uid=uid, gid=uid, threads=settings.torch_threads(jobs), namespaces=settings.namespaces,
-        landlock=settings.landlock, seccomp=settings.seccomp, tmpfs=settings.tmpfs,
+        uid=uid, gid=uid, threads=settings.torch_threads(jobs), protections=settings.protections,
         cuda=settings.cuda_confined, cuda_start=preflight,
         hide=hidden_from_the_worker(repo, scratch, settings.tmpfs) if settings.cuda_confined else [],
         limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))

@@ -67,7 +67,7 @@ class Sandbox:
     def _limit_disk(self) -> str:
         """As root, a tmpfs of bounded size on the worker's folder and on the tests' folders, seen by
         this process and its children (the worker) only, and gone with them; how that went."""
-        if os.geteuid() != 0 or not self.config.tmpfs:
+        if os.geteuid() != 0 or not self.config.protections.tmpfs:
             why = "no tmpfs asked for" if os.geteuid() == 0 else "the grader does not run as root"
             return confine.off(f"{why}: the grader counts what the folders hold after each call")
         limits = self.config.limits

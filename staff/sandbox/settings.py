@@ -16,6 +16,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from staff.sandbox.protections import Protections
 from tests.grading import HIDDEN_VISIBILITY, PROBLEMS, VISIBILITIES
 
 MEMORY_GIB = 8.0  # a CPU grade's address-space limit when --memory-gib is not given (a GPU grade has none)
@@ -118,6 +119,11 @@ class Settings:
             if unknown:
                 raise ValueError(f"problems: no problem {unknown[0]!r}; the problems are {sorted(PROBLEMS)}")
             object.__setattr__(self, "problems", tuple(sorted(set(self.problems))))  # a set, a list: one form
+
+    @property
+    def protections(self) -> Protections:
+        """The worker's protections these settings leave on (each a switch of its own name here)."""
+        return Protections(**{name: getattr(self, name) for name in Protections.names()})
 
     @property
     def cuda_confined(self) -> bool:

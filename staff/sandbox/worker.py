@@ -40,7 +40,7 @@ def _confine(config: dict, status: dict[str, str]) -> None:
         status["grader's files hidden"] = confine.hide(
             config["hide"], [config["code"], config["folder"], config["shared"], *config["read_only"],
                              *config["devices"]])
-    if os.geteuid() == 0 and config.get("tmpfs", True):
+    if os.geteuid() == 0 and config["protections"]["tmpfs"]:
         status["private /tmp"] = confine.private_shared_folders(
             limits["disk_bytes"], limits["disk_files"],
             [config["code"], config["folder"], config["shared"], *config["read_only"], *config["devices"]])
@@ -60,18 +60,18 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     status["resource limits"] = user_limits.set_limits(limits["memory_bytes"], limits["cpu_seconds"],
                                                    limits["file_bytes"], limits["processes"], limits["open_files"])
     status["no new privileges"] = confine.no_new_privileges()
-    if config["landlock"] and config.get("cuda"):  # set by each child (confine_child), which CUDA needs
+    if config["protections"]["landlock"] and config.get("cuda"):  # set by each child (confine_child): CUDA needs it
         abi = landlock_rules.landlock_abi()
         each = f"{confine.ON} (Landlock ABI {abi}, set by each child before any student code; it may also write " \
                "its own /proc/<pid>, where CUDA names its threads)"
         status.update({"file access": each if abi else confine.off("Landlock is not available"),
                        "signals out": each if abi >= 6 else confine.off(f"Landlock ABI {abi} < 6"),
                        "tcp": each if abi >= 4 else confine.off(f"Landlock ABI {abi} < 4")})
-    elif config["landlock"]:
+    elif config["protections"]["landlock"]:
         restricted = _landlock(config)
         status.update({"file access": restricted["files"], "signals out": restricted["signals"],
                        "tcp": restricted["tcp"]})
-    if config.get("seccomp", True):
+    if config["protections"]["seccomp"]:
         status["system calls"] = syscall_filter.deny_syscalls(sockets=not config.get("cuda"),
                                                               namespace_init=os.getpid() == 1)
         if config.get("cuda") and status["system calls"].startswith(confine.ON):
@@ -97,7 +97,8 @@ def confine_child(config: dict) -> None:
     import landlock_rules
     import syscall_filter
 
-    if config["landlock"] and landlock_rules.landlock_abi():  # none in the kernel: the zygote's status says so
+    # None in the kernel: the zygote's status says so.
+    if config["protections"]["landlock"] and landlock_rules.landlock_abi():
         restricted = _landlock(config, own_proc=True)
         if not restricted["files"].startswith(confine.ON):
             sys.stderr.write(f"worker child: Landlock: {restricted['files']}\n")
@@ -107,7 +108,7 @@ def confine_child(config: dict) -> None:
             cuda_preflight.run(config["cuda_start"])
         except Exception:  # noqa: BLE001 - remembered: the preflight's question gets the driver's answer
             pass
-    if config.get("seccomp", True):
+    if config["protections"]["seccomp"]:
         narrowed = syscall_filter.deny_syscalls(sockets=True, namespace_init=False)
         if not narrowed.startswith(confine.ON):
             sys.stderr.write(f"worker child: seccomp: {narrowed}\n")
@@ -131,7 +132,7 @@ def launch(config: dict) -> None:
     # in a group of its own, and the worker the kernel's first choice when memory runs out anyway.
     status["memory cgroup"] = user_limits.join_memory_group(config.get("memory_group"))
     status["killed first on OOM"] = user_limits.killed_first()
-    if config["namespaces"]:
+    if config["protections"]["namespaces"]:
         status.update({f"{k} namespace": v for k, v in confine.new_namespaces().items()})
     watch, hold = os.pipe()
     child = os.fork()

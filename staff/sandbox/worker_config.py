@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from staff.sandbox import settings
+from staff.sandbox.protections import Protections
 
 
 @dataclass
@@ -43,10 +44,7 @@ class WorkerConfig:
     uid: int | None
     gid: int | None
     threads: int = 1
-    namespaces: bool = True
-    landlock: bool = True
-    seccomp: bool = True
-    tmpfs: bool = True  # as root: a private /tmp, and the disk quota as tmpfs mounts
+    protections: Protections = field(default_factory=Protections)
     limits: Limits = field(default_factory=Limits)
     cuda: bool = False  # confined as a GPU grade's: each child sets Landlock, narrows its filter (worker.confine_child)
     cuda_start: str = ""  # a cuda_preflight mode each child starts CUDA with before student code; "" for none

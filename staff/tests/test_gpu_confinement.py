@@ -123,8 +123,8 @@ def test_a_gpu_grades_child_on_a_kernel_without_landlock_serves_as_a_cpu_grades_
         sys.path.insert(0, sandbox)
         rules, worker = importlib.import_module("landlock_rules"), importlib.import_module("worker")
         rules.landlock_abi = lambda: 0
-        worker.confine_child({"landlock": True, "seccomp": False, "cuda_start": "", "code": "/", "read_only": [],
-                              "folder": "/tmp", "shared": "/tmp", "devices": []})
+        worker.confine_child({"protections": {"landlock": True, "seccomp": False}, "cuda_start": "", "code": "/",
+                              "read_only": [], "folder": "/tmp", "shared": "/tmp", "devices": []})
         return {"served": True}
 
     assert _in_a_child(look) == {"served": True}, "the child exited instead of serving"

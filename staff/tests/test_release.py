@@ -126,7 +126,8 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
         lambda r: shutil.copyfile(REPO_ROOT / "staff" / "grading" / "grade.py", r / "adapters" / "grade.py"),
         r"adapters/grade\.py: not part of the release plan"),
     "staff code pasted into a shipped file": (
-        lambda r: append(r / "tests" / "checks.py", "\n" + (REPO_ROOT / "staff" / "intake" / "submission.py").read_text()),
+        lambda r: append(r / "tests" / "checks.py",
+                         "\n" + (REPO_ROOT / "staff" / "intake" / "submission.py").read_text()),
         r"leak: tests/checks\.py:\d+: repeats staff/intake/submission\.py:\d+"),
     "the staff folder at the top level": (
         lambda r: shutil.copytree(REPO_ROOT / "staff", r / "staff", ignore=shutil.ignore_patterns("__pycache__")),

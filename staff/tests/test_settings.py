@@ -20,6 +20,7 @@ from staff.gradescope import autograder
 from staff.grading.grade import REPO_ROOT
 from staff.sandbox import plugin_settings
 from staff.sandbox.layout import build
+from staff.sandbox.protections import Protections
 from staff.sandbox.settings import MEMORY_GIB, Settings, available_cpus, to_arguments
 from tests.grading import PROBLEMS
 
@@ -62,7 +63,8 @@ def test_every_setting_of_the_sandbox_reaches_the_plugin_as_given(tmp_path):
     assert (told.test_timeout_s, told.import_timeout_s, told.startup_timeout_s, told.jobs) == (7, 3, 11, 2)
     worker = told.worker
     assert (worker.limits.memory_bytes, worker.limits.disk_bytes, worker.threads) == (6 << 30, 1 << 30, 3)
-    assert not (worker.namespaces or worker.landlock or worker.seccomp or worker.tmpfs) and worker.cuda
+    assert worker.protections == Protections(namespaces=False, landlock=False, seccomp=False, tmpfs=False)
+    assert worker.cuda
     assert told.modules == ["cs336_basics"]
 
 
@@ -180,3 +182,12 @@ def test_the_bundle_writes_its_settings_as_a_file(autograder_root: Path):
     written = Settings.load(autograder_root / "source" / "staff" / "settings.json")
     assert written == Settings(run_timeout_s=autograder.DEADLINE_S)
     assert not re.search(r"@[A-Z_]+@", (autograder_root / "source" / "run_autograder").read_text())  # no placeholders
+
+
+def test_each_protection_is_declared_once_and_switched_off_by_its_own_option():
+    # Mistakes this catches: a protection added to the worker's Protections but given no switch (or a switch
+    # of another default) in Settings, so `staff grade` cannot turn it off, or turns off another one.
+    for spec in fields(Protections):
+        setting = next(s for s in fields(Settings) if s.name == spec.name)
+        assert setting.default is spec.default is True and setting.metadata["option"] == f"--no-{spec.name}"
+    assert Settings(landlock=False, tmpfs=False).protections == Protections(landlock=False, tmpfs=False)
