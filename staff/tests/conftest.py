@@ -150,7 +150,7 @@ def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -
 ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], "forge-grading-report": [()],
                   "daemons-that-outlive-the-grade": [()], "survive-the-deadline": [(), ("namespaces",)],
                   "reach-the-tas-session": [()], "grow-socket-buffers": [()],
-                  "change-other-processes": [(), ("namespaces",)]}
+                  "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 
