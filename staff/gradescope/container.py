@@ -77,12 +77,18 @@ CGROUP_MOUNTS = "/sys/fs/cgroup"
 _MS_RDONLY, _MS_REMOUNT = 1, 32
 
 
-def _cgroups_read_only() -> None:
+def _cgroups_read_only(own_groups: list[Path]) -> None:
     """In a mount namespace of this process's own, every mount at or below /sys/fs/cgroup made
-    read-only (v1's tmpfs and each controller's hierarchy, or v2's one); raises OSError where it cannot."""
+    read-only (v1's tmpfs and each controller's hierarchy, or v2's one); raises OSError where it cannot.
+    Each of `own_groups` (v1 groups) is first mounted over its controller's hierarchy, as Docker mounts
+    a container's own group there while /proc/self/cgroup still names its path in the host's."""
     if confine.unshare(confine.CLONE_NEWNS) != confine.ON or \
             not confine._mount(None, "/", None, confine.MS_REC | confine.MS_PRIVATE):
         raise OSError(ctypes.get_errno(), "no private mount namespace for a read-only cgroup file system")
+    for group in own_groups:
+        hierarchy = next(parent for parent in group.parents if parent.parent == Path(CGROUP_MOUNTS))
+        if not confine._mount(str(group), str(hierarchy), None, confine.MS_BIND):
+            raise OSError(ctypes.get_errno(), f"cannot mount {group} over {hierarchy}")
     points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     for point in sorted({p for p in points if p == CGROUP_MOUNTS or p.startswith(CGROUP_MOUNTS + "/")}, key=len):
         if not confine._mount(None, point, None, confine.MS_BIND | _MS_REMOUNT | _MS_RDONLY):
@@ -93,12 +99,15 @@ class Container:
     """A memory limit, a CPU quota and Docker's seccomp profile for commands run through `run`."""
 
     def __init__(self, memory_bytes: int | None, cpus: float | None, seccomp: bool = True,
-                 read_only_cgroups: bool = False) -> None:
+                 read_only_cgroups: bool = False, groups_at_mount_root: bool = False) -> None:
         """`read_only_cgroups`: the command sees the cgroup file system read-only, as under Docker, where
         the grader can make no memory group of its own (off by default: the container tests measure
-        what the group holds; `staff/tests/test_container_cgroups.py` what happens without it)."""
+        what the group holds; `staff/tests/test_container_cgroups.py` what happens without it).
+        `groups_at_mount_root` (with `read_only_cgroups`, cgroup v1): the container's own groups are what
+        the command sees at each controller's mount point, as under Docker on cgroup v1, where the path
+        /proc/self/cgroup names lies below no mount of the container's."""
         self.memory_bytes, self.cpus, self.seccomp = memory_bytes, cpus, seccomp
-        self.read_only_cgroups = read_only_cgroups
+        self.read_only_cgroups, self.groups_at_mount_root = read_only_cgroups, groups_at_mount_root
         self.groups: list[Path] = []
         self.missing: list[str] = []
         self.memory_group: Path | None = None
@@ -144,7 +153,7 @@ class Container:
         for group in self.groups:
             (group / "cgroup.procs").write_text(str(os.getpid()))
         if self.read_only_cgroups:
-            _cgroups_read_only()
+            _cgroups_read_only([] if self.v2 or not self.groups_at_mount_root else self.groups)
         if self.seccomp and not any(m.startswith("seccomp") for m in self.missing):
             install_docker_seccomp()
 

@@ -17,7 +17,7 @@ Each case is a folder under `cases/` with a `case.toml`:
     marker        this file must not exist after grading (a payload that ran outside the worker)
     requires      a sandbox protection the case needs to be graded safely; skipped without it
     upload        how the upload is built: "folder" (default), or a builder named in UPLOADS
-    without       lists of protections to turn off ("landlock", "namespaces", "seccomp", "tmpfs"), or
+    without       lists of protections to turn off ("landlock", "namespaces", "seccomp", "tmpfs", "separate_user"), or
                   ["gpu-confinement"]: confined as a GPU grade's worker is (`--gpu-confinement`); the
                   case is graded once per list, as NAME-without-A-and-B (NAME-as-a-gpu-grade), to show
                   that what remains holds alone (an empty list: with every protection on)
@@ -86,7 +86,7 @@ class Case:
 # What a case may turn off (Settings switches), and "gpu-confinement": the forms of the protections a GPU grade's
 # worker has for CUDA's sake (Landlock set by each child, its own /proc writable; a zygote whose filter allows
 # unix sockets and memfd until each child narrows it), graded on the CPU (--gpu-confinement).
-PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs", "gpu-confinement")
+PROTECTIONS = ("landlock", "namespaces", "seccomp", "tmpfs", "separate_user", "gpu-confinement")
 GPU_CONFINED = "gpu-confinement"
 
 

@@ -23,23 +23,29 @@ RECOMMENDED_MEMORY_BYTES = 2 << 30  # leaves a student's code about 700 MiB beyo
 STUDENT_MEMORY_SHARE_BYTES = 512 << 20
 
 
-def own_cgroup(controller: str, proc_self: Path = Path("/proc/self/cgroup"),
-               root: Path = CGROUP_ROOT) -> tuple[Path, bool] | None:
+def own_cgroup(controller: str, proc_self: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT,
+               mountinfo: Path = Path("/proc/self/mountinfo")) -> tuple[Path, bool] | None:
     """This process's cgroup folder for `controller` ("memory", "cpu") and whether it is cgroup v2:
     v1's folder of that controller where there is one, else the v2 folder when v2 has the controller;
-    None where there is neither to read."""
+    None where there is neither to read. The folder is the path /proc/self/cgroup names below the
+    hierarchy's mount point, else wherever a mount shows it (`mountinfo`): Docker on cgroup v1 mounts
+    the container's own group at the mount point, while /proc/self/cgroup names its path in the host's."""
     try:
         lines = proc_self.read_text().splitlines()
     except OSError:
         return None
     entries = [line.split(":", 2)[1:] for line in lines if line.count(":") >= 2]
+    mounts = _cgroup_mounts(mountinfo)
     for controllers, path in entries:
-        if controller in controllers.split(",") and (root / controller / path.lstrip("/")).is_dir():
-            return root / controller / path.lstrip("/"), False
+        if controller in controllers.split(","):
+            places = [root / controller / path.lstrip("/")] + _mounted_at(path, mounts, controller)
+            folder = next((place for place in places if place.is_dir()), None)
+            if folder is not None:
+                return folder, False
     for controllers, path in entries:
         if controllers == "":
-            for base in (root, root / "unified"):
-                folder = base / path.lstrip("/")
+            places = [base / path.lstrip("/") for base in (root, root / "unified")] + _mounted_at(path, mounts, None)
+            for folder in places:
                 try:
                     if controller in (folder / "cgroup.controllers").read_text().split():
                         return folder, True
@@ -48,9 +54,38 @@ def own_cgroup(controller: str, proc_self: Path = Path("/proc/self/cgroup"),
     return None
 
 
-def memory_cgroup(proc_self: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT) -> Path | None:
-    """This process's memory cgroup folder, or None where there is none to read."""
-    found = own_cgroup("memory", proc_self, root)
+def _cgroup_mounts(mountinfo: Path) -> list[tuple[str, Path, str, set[str]]]:
+    """Every cgroup mount in `mountinfo` (/proc/self/mountinfo's format), the last mounted first: the
+    path of the hierarchy it shows, its mount point, its type (cgroup, cgroup2) and its options."""
+    try:
+        lines = mountinfo.read_text().splitlines()
+    except OSError:
+        return []
+    mounts = []
+    for line in reversed(lines):
+        before, _, after = line.partition(" - ")
+        fields, kind = before.split(), after.split()
+        if len(fields) >= 5 and len(kind) >= 3 and kind[0] in ("cgroup", "cgroup2"):
+            mounts.append((fields[3], Path(fields[4]), kind[0], set(kind[2].split(","))))
+    return mounts
+
+
+def _mounted_at(path: str, mounts: list[tuple[str, Path, str, set[str]]], controller: str | None) -> list[Path]:
+    """Where the group at `path` of a hierarchy shows through `mounts`: v1's of `controller`, or v2's
+    (controller None)."""
+    places = []
+    for shown, point, kind, options in mounts:
+        if (kind == "cgroup2") != (controller is None) or (controller is not None and controller not in options):
+            continue
+        if path == shown or path.startswith(shown.rstrip("/") + "/"):
+            places.append(point / path[len(shown):].lstrip("/"))
+    return places
+
+
+def memory_cgroup(proc_self: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT,
+                  mountinfo: Path = Path("/proc/self/mountinfo")) -> Path | None:
+    """This process's memory cgroup folder, or None where there is none to read (see `own_cgroup`)."""
+    found = own_cgroup("memory", proc_self, root, mountinfo)
     return found[0] if found else None
 
 

@@ -144,11 +144,13 @@ def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -
     assert not problems, f"case {case.name} would look for planted objects elsewhere than this run's: {problems}"
 
 
-# Graded as an ordinary user (a TA's laptop): each with every protection on, and the run-limit case
-# without the namespaces too (as under Docker), whose survivors only the keeper can end.
+# Graded as an ordinary user (a TA's laptop): each with every protection on; the run-limit case
+# without the namespaces too (as under Docker), whose survivors only the keeper can end, and the calls on
+# other processes, which only there see the TA's own processes.
 ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], "forge-grading-report": [()],
                   "daemons-that-outlive-the-grade": [()], "survive-the-deadline": [(), ("namespaces",)],
-                  "reach-the-tas-session": [()], "grow-socket-buffers": [()]}
+                  "reach-the-tas-session": [()], "grow-socket-buffers": [()],
+                  "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -37,6 +37,25 @@ def test_cgroup_v1_is_read(tmp_path):
     assert (memory.limit_bytes(group), memory.peak_bytes(group), memory.oom_kills(group)) == (1 << 30, 123456, 3)
 
 
+def test_dockers_v1_layout_is_read_through_the_mounts(tmp_path):
+    # Mistake: the group looked for only at the path /proc/self/cgroup names, below the mount point. Docker
+    # on cgroup v1 mounts the container's own group at the mount point itself: no limit and no kill was
+    # seen there, so the kernel's kill for the container's memory read as the student's crash.
+    proc, host_group = _v1(tmp_path)
+    mounted = tmp_path / "fs" / "memory"
+    for item in host_group.iterdir():
+        item.rename(mounted / item.name)
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(f"30 25 0:26 / {tmp_path / 'fs'} ro,nosuid - tmpfs tmpfs ro,mode=755\n"
+                         f"31 30 0:27 / {mounted} rw,nosuid - cgroup cgroup rw,memory\n"
+                         f"32 30 0:27 /docker/abc {mounted} ro,nosuid master:9 - cgroup cgroup rw,memory\n"
+                         f"33 30 0:28 /docker/abc {tmp_path / 'fs' / 'pids'} ro,nosuid - cgroup cgroup rw,pids\n")
+    host_group.rmdir()
+    assert memory.memory_cgroup(proc, tmp_path / "fs", mountinfo) == mounted
+    assert (memory.limit_bytes(mounted), memory.oom_kills(mounted)) == (1 << 30, 3)
+    assert memory.memory_cgroup(proc, tmp_path / "fs", tmp_path / "no-mountinfo") is None
+
+
 def test_cgroup_v2_is_read(tmp_path):
     # Mistakes: reading v1's files only (no limit, no kills seen: the OOM killer's work then blames
     # the student), or counting "oom" (reclaim failures) as kills.
