@@ -77,6 +77,11 @@ def test_under_dockers_v1_layout_the_containers_shortage_counts_nothing(tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert kills >= 1, f"nothing was killed at {SQUEEZED_AT >> 20} MiB: {results['output'][:500]}"
+    # Which process the kernel kills depends on each one's memory at that moment: where the kill spared every
+    # process that decides a score (the import check's child, say), the honest reference keeps every point.
+    if results["extra_data"]["outcome"] == "graded":
+        assert results["score"] == results["max_score"] > 0, results["output"][:1500]
+        return
     assert results["extra_data"]["outcome"] == "out_of_memory", (results["extra_data"], results["output"][:1500])
     assert results["tests"] == [] and results["score"] == 0
     assert "not your fault" in results["output"] and "no test was counted" in results["output"]
