@@ -1,8 +1,9 @@
 """Problem 10 adapters: checkpoints and seeding (handout/10_checkpoint.md).
 
 The student's functions take a model and an optimizer; here both are torch's own (`build_training`),
-rebuilt from sizes and state dicts, so checkpointing is graded apart from Problems 7 and 8.
-Checkpoints go in and out as paths or bytes.
+rebuilt from sizes and state dicts, so checkpointing is graded apart from Problems 7 and 8; one
+adapter (`run_resume_your_cruncher_and_adagrad`) uses the student's own Cruncher and AdaGrad, as the
+training loop of Problem 11 does. Checkpoints go in and out as paths or bytes.
 """
 
 from __future__ import annotations
@@ -162,3 +163,161 @@ def run_save_and_load_in_the_working_folder(dims: list[int], model_state: dict, 
     finally:
         os.chdir(here)
     return {"iteration": loaded, "model": fresh_model.state_dict(), "files": files}
+
+
+def _read_or_none(path: str) -> bytes | None:
+    """The bytes of the regular file at `path` (a link not followed), or None when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _what_the_file_is(path: str, old: bytes, new_iteration: int, new_model: dict) -> str:
+    """"old" (the previous checkpoint, byte for byte), "new" (loads, and holds the new iteration and
+    model), "missing", or "invalid: why"."""
+    data = _read_or_none(path)
+    if data is None:
+        return "missing"
+    if data == old:
+        return "old"
+    try:
+        loaded = torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as error:  # noqa: BLE001 - any failure to load is what a resumed run would hit
+        return f"invalid: {len(data)} bytes that torch.load refuses ({type(error).__name__})"
+    model = loaded.get("model") if isinstance(loaded, dict) else None
+    same = (isinstance(model, dict) and set(model) == set(new_model)
+            and all(torch.equal(model[k], v) for k, v in new_model.items()))
+    if loaded.get("iteration") == new_iteration and same:
+        return "new"
+    return "invalid: a torch file that is neither the old checkpoint nor the new one"
+
+
+def _save_with_a_fault(model, optimizer, iteration: int, out: str, path_kind: str, old: bytes, plan) -> dict:
+    """One save of `model` and `optimizer` over the checkpoint `old`, freshly written at `out` (the
+    only file in its folder), inside an open injected_faults block whose `plan` says which step fails
+    (None: none, and then every moment between steps is checked as a crash). See
+    run_save_with_faults_injected."""
+    from cs336_basics import checkpoint
+
+    fail_at = plan.fail_at
+    folder = os.path.dirname(out)
+    plan.busy = True  # the old checkpoint's write is the test's, not a step of the save
+    with open(out, "wb") as f:
+        f.write(old)
+    plan.busy = False
+    new_model = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    crashes: list[str] = []
+
+    def crash_check(moment: str) -> None:
+        found = _what_the_file_is(out, old, iteration, new_model)
+        if found not in ("old", "new"):
+            crashes.append(f"a crash {moment} would leave the checkpoint's path {found}")
+
+    # A failing run passes the moments the run with nothing failing checked, up to its failure.
+    plan.begin(fail_at, crash_check if fail_at is None else lambda moment: None)
+    raised = None
+    try:
+        checkpoint.save_checkpoint(model, optimizer, iteration, _path(out, path_kind))
+    except NotImplementedError:
+        raise
+    except BaseException as error:  # noqa: BLE001 - the test decides which failures are right
+        raised = f"{type(error).__name__}: {error}"
+    if fail_at is None:
+        plan.crash_check("after the save returned")
+    return {"fail_at": fail_at, "steps": [f"{kind} {detail}" for kind, detail in plan.steps], "raised": raised,
+            "crashes": crashes, "target": _what_the_file_is(out, old, iteration, new_model),
+            "files": sorted(os.listdir(folder))}
+
+
+def _failing_steps(steps: list[str], writes: list[float]) -> list[int]:
+    """Every step that is not a write, and the writes at these fractions of the way through the writes."""
+    numbers = [i for i, step in enumerate(steps) if step.startswith("write")]
+    chosen = {numbers[min(int(f * len(numbers)), len(numbers) - 1)] for f in writes if numbers}
+    return sorted(chosen | {i for i, step in enumerate(steps) if not step.startswith("write")})
+
+
+@routed
+def run_save_with_faults_injected(dims: list[int], old_state: dict, model_state: dict, optimizer_state: dict,
+                                  iteration: int, folder: str, path_kind: str = "str",
+                                  writes: tuple[float, ...] = (0.0, 0.5, 0.999)) -> dict:
+    """save_checkpoint of a model and AdamW in these states, at `iteration`, over an old checkpoint
+    (`old_state`, a dict as torch.save writes it), to a path of the kind `path_kind` (see `_path`):
+    first with nothing failing, then once for each step of that save that is a flush to disk or a
+    rename, and once for each write at the fractions `writes` (0 the first write, 0.999 the last) of
+    the way through its writes, with that step failing (see adapters/_faults.py). Each save runs in a
+    new folder inside `folder` holding only the old checkpoint, "checkpoint.pt".
+
+    Returns {"clean": the save with nothing failing, "runs": one per failing step}, each save as
+    {"fail_at": the failing step's number, "steps": the steps made, as text, "raised": the exception
+    that came out of the save, as text (None if it returned), "crashes": each moment between steps at
+    which a crash would have left neither the old checkpoint nor the new one at the path (checked in
+    the save with nothing failing), "target": what the path holds afterwards ("old", "new",
+    "missing" or "invalid: why"), "files": the folder's files afterwards}."""
+    import tempfile
+
+    from adapters._faults import FaultPlan, injected_faults
+
+    buffer = io.BytesIO()
+    torch.save(old_state, buffer)
+    old = buffer.getvalue()
+    model, optimizer = _restored(dims, model_state, optimizer_state)
+    plan = FaultPlan()
+
+    def save(fail_at: int | None) -> dict:
+        plan.fail_at = fail_at
+        out = os.path.join(tempfile.mkdtemp(dir=folder), "checkpoint.pt")
+        return _save_with_a_fault(model, optimizer, iteration, out, path_kind, old, plan)
+
+    with injected_faults(folder, plan):
+        clean = save(None)
+        runs = [save(n) for n in _failing_steps(clean["steps"], list(writes))]
+    return {"clean": clean, "runs": runs}
+
+
+@routed
+def run_resume_your_cruncher_and_adagrad(dim: int, num_layers: int, lr: float, batches: list, stop_at: int,
+                                         folder: str) -> dict:
+    """As the handout's training loop (handout/11_train.md §11.3) does, with your own pieces: build
+    your Cruncher(dim, num_layers) and AdaGrad(model.parameters(), lr=lr) after torch.manual_seed(0);
+    train on `batches` ((x of shape (B, dim), y of shape (B,)) pairs, mean squared error), calling
+    save_checkpoint(model, optimizer, stop_at, path) after `stop_at` steps; then build a fresh Cruncher
+    and AdaGrad the same way (torch.manual_seed(1) first, so they start elsewhere), load_checkpoint(path,
+    ...) into them and train them on the remaining batches.
+
+    Returns {"straight": the first model's state dict after every batch, "resumed": the second's,
+    "straight_optimizer" and "resumed_optimizer": their AdaGrads' state dicts, "iteration": what
+    load_checkpoint returned}."""
+    from cs336_basics import checkpoint
+    from cs336_basics.model import Cruncher
+    from cs336_basics.optimizer import AdaGrad
+
+    def build(seed: int):
+        torch.manual_seed(seed)
+        model = Cruncher(dim, num_layers)
+        return model, AdaGrad(model.parameters(), lr=lr)
+
+    def train(model, optimizer, steps) -> None:
+        for x, y in steps:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    path = os.path.join(folder, "checkpoint.pt")
+    model, optimizer = build(0)
+    train(model, optimizer, batches[:stop_at])
+    checkpoint.save_checkpoint(model, optimizer, stop_at, path)
+    train(model, optimizer, batches[stop_at:])
+    resumed, resumed_optimizer = build(1)
+    iteration = checkpoint.load_checkpoint(path, resumed, resumed_optimizer)
+    train(resumed, resumed_optimizer, batches[stop_at:])
+    return {"straight": model.state_dict(), "resumed": resumed.state_dict(), "iteration": iteration,
+            "straight_optimizer": optimizer.state_dict(), "resumed_optimizer": resumed_optimizer.state_dict()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from adapters import flops as A
@@ -31,7 +31,7 @@ def test_counts_are_exact_integers_and_elementwise_defaults_to_one():
                     "cost of one FLOP per element", inputs=shape, see=f"{SEE} §4.1")
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(1.5)
 @given(st.integers(1, 64), st.lists(st.integers(1, 300), min_size=2, max_size=7))
 def test_deep_linear_flops_of_any_chain(batch, dims):
     pairs = list(zip(dims, dims[1:]))
@@ -40,6 +40,26 @@ def test_deep_linear_flops_of_any_chain(batch, dims):
                 "total": sum(p["total"] for p in per), "per_matrix": per}
     check_equal(A.run_deep_linear_flops(batch, dims), expected, what="deep linear model FLOPs (2BP forward, 4BP "
                 "backward, per matrix in order)", inputs=f"batch_size={batch}, dims={dims}", see=f"{SEE} §4.2")
+
+
+@pytest.mark.points(0.5)
+@settings(max_examples=25)
+@given(st.integers(1, 2**24), st.lists(st.integers(1024, 65536), min_size=2, max_size=129))
+@example(2**22, [4096] * 97)  # 96 matrices of d_model 4096, a 4M-token batch
+@example(2**24, [65536] * 129)  # 4BP is about 3.6e19, past 2**63
+def test_deep_linear_flops_at_real_model_sizes(batch, dims):
+    # Widths of real models (d_model 4096 and up), up to 128 matrices, batches of up to 16M tokens:
+    # 6BP then passes 2**63, where a count kept in numpy's int64 wraps around and a float rounds.
+    parameters = sum(a * b for a, b in zip(dims, dims[1:]))
+    got = A.run_deep_linear_flops(batch, dims)
+    shown = f"batch_size={batch}, dims of {len(dims)} widths from {min(dims)} to {max(dims)} (P = {parameters})"
+    expected = {"forward": 2 * batch * parameters, "backward": 4 * batch * parameters, "total": 6 * batch * parameters}
+    check_equal({key: got[key] for key in ("forward", "backward", "total")}, expected,
+                what="deep linear model FLOPs at a real model's size (2BP forward, 4BP backward, exact integers)",
+                inputs=shown, see=f"{SEE} §4.2")
+    check_equal([(f["forward"], f["backward"]) for f in got["per_matrix"]],
+                [(2 * batch * a * b, 4 * batch * a * b) for a, b in zip(dims, dims[1:])],
+                what="(forward, backward) FLOPs of each matrix, in order", inputs=shown, see=f"{SEE} §4.2")
 
 
 @pytest.mark.points(1)

@@ -11,7 +11,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import init as A
@@ -66,7 +66,7 @@ def test_init_without_a_generator_draws_from_the_global_one(seed_everything):
             got=f"{torch.equal(first, again)}, {not torch.equal(first, other)}", see=f"{SEE} §6.1")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_trunc_normal_init_at_a_moderate_width(seed_everything):
     d_in, d_out = 256, 4096
     w = A.run_trunc_normal_init(d_in, d_out, seed_everything)
@@ -132,3 +132,25 @@ def test_trunc_normal_init_redraws_its_tails_rather_than_folding_or_clamping_the
             f"the share of values between {a} and 3 standard deviations from 0: a normal truncated by redrawing what "
             f"falls outside keeps the normal's shape up to the cut-off (folding or clamping the tails piles them "
             f"up there)", inputs=inputs, expected=f"{p:.5f} +- {bound:.5f}", got=got, see=f"{SEE} §6.2")
+
+
+@pytest.mark.points(0.5)
+@settings(max_examples=12)
+@given(dim=st.integers(1, 8192), seed=st.integers(0, 2**31 - 1))
+def test_trunc_normal_init_for_a_linear_head_of_one_output(dim, seed):
+    # As Problem 7's Linear(dim, 1) head calls it: trunc_normal_init(dim, 1) with no generator, after
+    # the caller seeded torch. Catches a weight squeezed to (dim,) when d_out is 1, a std taken from
+    # d_out (1 for the head), and a draw that ignores the global generator.
+    inputs = f"torch.manual_seed({seed}); trunc_normal_init({dim}, 1) with no generator, as Linear({dim}, 1) calls it"
+    see = f"{SEE} §6.1, §6.2 (and handout/07_model.md §7.1)"
+    first = A.run_init_from_global_seed("trunc_normal", dim, 1, seed)
+    check_equal((tuple(first.shape), first.dtype), ((dim, 1), torch.float32), what="shape and dtype", inputs=inputs,
+                see=see)
+    cut = 3 / math.sqrt(dim)
+    largest = first.abs().max().item()
+    assert largest <= cut * (1 + 1e-6), explain("max |w|: every value within 3 std = 3 / sqrt(d_in) of 0",
+                                                inputs=inputs, expected=f"at most {cut:.6g}", got=largest, see=see)
+    again = A.run_init_from_global_seed("trunc_normal", dim, 1, seed)
+    check_equal(torch.equal(first, again), True, inputs=inputs, see=see,
+                what="the same weight again after torch.manual_seed with the same seed (drawn from the global "
+                     "generator)")

@@ -8,8 +8,12 @@ PYTEST_DONT_REWRITE: a failure shows the check's message, never this file's sour
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from adapters import optimizer as A
 from tests.checks import call_explained, check_equal, check_tensor, explain
@@ -35,7 +39,7 @@ def run(steps: int, dtype=torch.float64):
     return params, grads
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_resuming_after_any_step_is_bit_identical():
     params, grads = run(5)
     straight = A.run_adagrad(params, grads, lr=0.2)["params"]
@@ -108,7 +112,7 @@ def test_state_is_shaped_and_typed_like_its_parameter():
                         "(shape, dtype) like the parameter", inputs=f"{dtype} parameters", see=f"{SEE} §8.2")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_training_step_memory_at_the_edges():
     check_training_step_memory([(1, 1, 0, 4), (3, 7, 0, 2), (1, 1, 1, 1), (5, 100, 10, 8)], section="§8.3")
 
@@ -235,3 +239,48 @@ def test_adagrad_built_from_a_models_parameters_and_resumed_through_torch_save()
         assert torch.equal(r, s), explain(f"weight {i} after resuming through torch.save and torch.load: "
                                           "bit-identical to the straight run", inputs=resumed, expected=s, got=r,
                                           see=f"{SEE} §8.2")
+
+
+EDGE_SHAPES = [(), (1,), (1, 1), (5,), (2, 3)]
+
+
+@st.composite
+def edge_gradients(draw, shape: tuple[int, ...]) -> torch.Tensor:
+    """A float64 gradient of `shape`: all zeros, zeros in some entries, or entries from 1e-6 to 1e3."""
+    kind = draw(st.sampled_from(["zeros", "some zeros", "any"]))
+    numel = math.prod(shape)
+    values = draw(st.lists(st.floats(-1e3, 1e3, allow_subnormal=False), min_size=numel, max_size=numel))
+    grad = torch.tensor(values, dtype=torch.float64).reshape(shape)
+    if kind == "zeros":
+        return torch.zeros(shape, dtype=torch.float64)
+    if kind == "some zeros":
+        mask = draw(st.lists(st.booleans(), min_size=numel, max_size=numel))
+        return grad * torch.tensor(mask, dtype=torch.float64).reshape(shape)
+    return grad
+
+
+@pytest.mark.points(0.5)
+@settings(max_examples=30)
+@given(st.data(), st.sampled_from(EDGE_SHAPES), st.integers(1, 3), st.floats(1e-3, 10.0))
+def test_adagrad_at_edge_values(data, shape, steps, lr):
+    # Catches a step that treats an all-zero gradient as no gradient (skipping it leaves no g2), and
+    # one that divides by sqrt(g2) without the 1e-5 (0 / 0 is NaN where every gradient so far was 0).
+    param = data.draw(edge_gradients(shape))
+    grads = [[data.draw(edge_gradients(shape))] for _ in range(steps)]
+    expected, g2 = adagrad_by_hand([param], grads, [lr])
+    got = A.run_adagrad([param], grads, lr=lr)
+    kinds = ["all zero" if not g[0].any() else "with zeros" if not g[0].all() else "nonzero" for g in grads]
+    inputs = f"one float64 parameter of shape {shape}, {steps} step(s) with gradients {kinds}, lr={lr}"
+    check_tensor(got["params"][0], expected[0], **FLOAT64, what="the parameter after the steps", inputs=inputs,
+                 see=f"{SEE} §8.1")
+    check_state_entry(got["state_dict"]["state"], 0, inputs=inputs + " (a zero gradient is a gradient: not None)")
+    check_tensor(got["state_dict"]["state"][0]["g2"], g2[0], **FLOAT64, what="g2 after the steps", inputs=inputs,
+                 see=f"{SEE} §8.1")
+
+
+@pytest.mark.points(0.5)
+@settings(max_examples=25)
+@given(st.integers(1, 2**22), st.integers(4096, 65536), st.integers(1, 128), st.sampled_from([1, 2, 4, 8]))
+@example(2**20, 16384, 120, 2)
+def test_training_step_memory_at_real_model_sizes(batch, dim, layers, size):
+    check_training_step_memory([(batch, dim, layers, size)], section="§8.3")

@@ -99,19 +99,31 @@ def build(variant: Variant, dest: Path) -> Path:
     return dest
 
 
+def _imported_modules(tree: ast.Module) -> set[str]:
+    """The cs336_basics modules a file imports, as `from cs336_basics.x import ...` or `from cs336_basics import x`."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cs336_basics."):
+            names.add(node.module.split(".", 1)[1])
+        elif isinstance(node, ast.ImportFrom) and node.module == "cs336_basics":
+            names.update(alias.name for alias in node.names)
+    return names
+
+
 def dependents() -> dict[int, set[int]]:
-    """For each problem, the other problems whose modules import its module, directly or through
-    another (Problem 7's Linear uses Problem 6's trunc_normal_init, and Problem 11 trains Problem
-    7's model): a variant of a problem can cost points there too."""
+    """For each problem, the other problems whose modules or adapters import its module, directly or
+    through another (Problem 7's Linear uses Problem 6's trunc_normal_init, Problem 11 trains Problem
+    7's model, and a Problem 10 adapter saves and resumes Problem 7's Cruncher and Problem 8's
+    AdaGrad): a variant of a problem can cost points there too."""
     by_module = {problem.module: number for number, problem in PROBLEMS.items()}
     found: dict[int, set[int]] = {number: set() for number in PROBLEMS}
     for number, problem in PROBLEMS.items():
-        tree = ast.parse((samples.REPO_ROOT / "cs336_basics" / f"{problem.module}.py").read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cs336_basics."):
-                imported = by_module.get(node.module.split(".", 1)[1])
-                if imported is not None and imported != number:
-                    found[imported].add(number)
+        for path in (samples.REPO_ROOT / "cs336_basics" / f"{problem.module}.py",
+                     samples.REPO_ROOT / "adapters" / f"{problem.module}.py"):
+            if path.exists():
+                for imported in _imported_modules(ast.parse(path.read_text(encoding="utf-8"))):
+                    if by_module.get(imported) not in (None, number):
+                        found[by_module[imported]].add(number)
     changed = True
     while changed:  # the transitive closure: tiny, so a fixed-point loop is clearest
         changed = False
