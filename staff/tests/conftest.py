@@ -1,6 +1,7 @@
-"""One graded batch shared by the staff tests that need graded submissions: the plain samples
-(reference, stubs, a syntax error, a zip) and every red-team case, graded once, two at a time,
-behind the sandbox, as `staff grade --batch` grades them."""
+"""The graded batches shared by the staff tests that need graded submissions, each graded once, two at
+a time, behind the sandbox, as `staff grade --batch` grades them: the plain samples (reference, stubs,
+a syntax error, a zip) in one, every red-team case beside the reference in another (set up in another
+process: a test of a sample's grade waits minutes, not the red team's batch)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from staff.tests import process_groups
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
 # end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
 # module or function says `pytest.mark.slow` itself (the red team, the container, a release run).
-SLOW_FIXTURES = frozenset({"graded", "graded_as_user", "autograder_root"})
+SLOW_FIXTURES = frozenset({"graded", "graded_samples", "graded_as_user", "autograder_root"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,13 +107,25 @@ def trusted_files() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def graded_samples(tmp_path_factory) -> Graded:
+    """The plain samples graded into OUT/<name>/results.json by the red team's grader, in a batch of their
+    own (a few minutes on two cores)."""
+    folder, out = tmp_path_factory.mktemp("samples"), tmp_path_factory.mktemp("sample-grades")
+    _plain_samples(folder)
+    grade_batch(folder, out, grader_for({}), jobs=2, progress=False)
+    return Graded(out, {})
+
+
+@pytest.fixture(scope="session")
 def graded(tmp_path_factory) -> Graded:
-    """Every sample and red-team case graded into OUT/<name>/results.json (about six minutes on two cores).
-    STAFF_REDTEAM_CASES=name,name grades only those cases' folders (and the samples, unless
-    STAFF_REDTEAM_SAMPLES=none: `staff gpu-check` grades the cases alone, in minutes of a lent GPU)."""
+    """Every red-team case, and the reference beside them, graded into OUT/<name>/results.json (about 20
+    minutes on two cores). The reference shows that an honest grade keeps its marks among them, and its
+    peak is the floor of the cases' memory budgets. STAFF_REDTEAM_CASES=name,name grades only those cases'
+    folders (and the reference, unless STAFF_REDTEAM_SAMPLES=none: `staff gpu-check` grades the cases
+    alone, in minutes of a lent GPU)."""
     folder, work = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("building")
     if os.environ.get("STAFF_REDTEAM_SAMPLES") != "none":
-        _plain_samples(folder)
+        samples.reference(folder / "reference")
     cases = {}
     chosen = {name for name in os.environ.get("STAFF_REDTEAM_CASES", "").split(",") if name}
     names = new_names()  # this run's planted names: another run on the machine has its own
