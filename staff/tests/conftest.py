@@ -5,6 +5,7 @@ process: a test of a sample's grade waits minutes, not the red team's batch)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -32,7 +33,9 @@ from staff.redteam.plantnames import PlantedNames, new_names
 from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
+from staff.selection import collect_only
 from staff.tests import process_groups
+from tests.grading import GradedTest
 
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
 # end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
@@ -231,6 +234,19 @@ def _remove_user(uid: int) -> None:
     (torch's /tmp/torchinductor_USER, which its test process makes)."""
     kill_user(uid)
     remove_leftovers(uid)
+
+
+@pytest.fixture(scope="session")
+def suites_collected() -> tuple[GradedTest, ...]:
+    """Every test of this tree's public and hidden suites, collected once (a pytest run of about 9
+    CPU-seconds, which many staff tests would otherwise each repeat) and completely, as `staff check` does."""
+    return tuple(collect_only(REPO_ROOT, hidden=True, complete=True))
+
+
+@pytest.fixture
+def suite_tests(suites_collected) -> list[GradedTest]:
+    """`suites_collected`, a copy of its own for each test: a test that changes a test's record changes no other's."""
+    return copy.deepcopy(list(suites_collected))
 
 
 @pytest.fixture(scope="session")

@@ -13,16 +13,15 @@ import pytest
 from staff.check import CHECKS
 from staff.grade import REPO_ROOT
 from staff.links import slug
-from staff.selection import collect_only
 from staff.stated import Totals
 
 # What the links and the stated totals are read from and point to.
 PARTS = ("README.md", "STUDENT_README.md", "CHANGELOG.md", "docs", "handout", "tests")
 
 
-@pytest.fixture(scope="module")
-def totals() -> Totals:
-    return Totals(tuple(collect_only(REPO_ROOT, hidden=True)))
+@pytest.fixture
+def totals(suite_tests) -> Totals:
+    return Totals(tuple(suite_tests))
 
 
 @pytest.fixture
