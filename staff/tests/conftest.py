@@ -35,6 +35,7 @@ from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
 from staff.selection import collect_only
 from staff.tests import process_groups
+from staff.tests.listed_once import listed_once
 from tests.grading import GradedTest
 
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
@@ -148,7 +149,8 @@ def graded(tmp_path_factory) -> Graded:
     for marker in {c.marker for c in cases.values() if c.marker}:
         Path(marker).unlink(missing_ok=True)
     trusted = trusted_files()
-    with planted_sources(names):  # what an earlier grade might have left, for the cases that look for it
+    # The planted sources: what an earlier grade might have left, for the cases that look for it.
+    with planted_sources(names), listed_once():
         grade_batch(folder, out, grader, jobs=2, progress=False)
     return Graded(out, cases, trusted)
 
