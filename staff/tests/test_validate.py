@@ -133,20 +133,21 @@ def test_on_a_gpu_a_chaff_is_judged_by_its_gpu_catches():
     assert judge(caught_on_gpu, chaff, gpu=True) == [] and judge(caught_on_gpu, chaff)
 
 
-def test_only_the_gpu_chaff_and_the_wheat_of_problems_with_cuda_tests_are_graded_on_a_gpu(variants, monkeypatch):
+def test_only_the_gpu_chaff_and_the_wheat_of_problems_with_cuda_tests_are_graded_on_a_gpu(variants, monkeypatch,
+                                                                                          suite_tests):
     # Catches a CPU validate that grades a chaff only a GPU can catch (it would be reported as missed),
     # and a GPU validate that grades problems without cuda tests (nothing to run).
     from staff.validate import run
     from staff.validate.run import gpu_problems, gradable
 
-    with_cuda = gpu_problems()  # a collection: once, for the assertion below and for gradable
-    monkeypatch.setattr(run, "gpu_problems", lambda: with_cuda)
+    # gpu_problems collects the public suite: its part of the session's collection, not a collection of its own.
+    monkeypatch.setattr(run, "collect_only", lambda *args, **kwargs: [t for t in suite_tests if not t.hidden])
     on_cpu, on_gpu = gradable(variants, gpu=False), gradable(variants, gpu=True)
     gpu_only = {v.key for v in variants if v.kind == CHAFF and not v.catches}
     assert gpu_only and not gpu_only & {v.key for v in on_cpu}
     assert "p04-chaff-no-synchronize" in gpu_only and {"p04-chaff-no-synchronize",
                                                        "p04-chaff-warm-ups-inside-the-clock"} <= {v.key for v in on_gpu}
-    assert with_cuda == {1, 4, 8, 9, 11}
+    assert gpu_problems() == {1, 4, 8, 9, 11}
     assert all(v.kind == WHEAT or v.gpu_catches for v in on_gpu)
     assert {v.problem for v in on_gpu if v.kind == WHEAT} >= {1, 4, 8, 9, 11} and \
         not {v.problem for v in on_gpu} & {2, 3, 5}
