@@ -1,9 +1,11 @@
-"""One graded batch shared by the staff tests that need graded submissions: the plain samples
-(reference, stubs, a syntax error, a zip) and every red-team case, graded once, two at a time,
-behind the sandbox, as `staff grade --batch` grades them."""
+"""The graded batches shared by the staff tests that need graded submissions, each graded once, two at
+a time, behind the sandbox, as `staff grade --batch` grades them: the plain samples (reference, stubs,
+a syntax error, a zip) in one, every red-team case beside the reference in another (set up in another
+process: a test of a sample's grade waits minutes, not the red team's batch)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -24,6 +26,7 @@ from staff.course.batch import grade_batch
 from staff.gradescope.bundle import unpack
 from staff.gradescope.pins import python_pin
 from staff.grading.grade import REPO_ROOT
+from staff.grading.selection import collect_only
 from staff.redteam.corpus import Case, build, load_cases, planted_problems, variant_name
 from staff.redteam.ordinary import StandInSession, grade_as, grader_for
 from staff.redteam.planted import planted_sources
@@ -32,11 +35,13 @@ from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.removal import remove_tree
 from staff.sandbox.uids import worker_uids
 from staff.tests import process_groups
+from staff.tests.listed_once import listed_once
+from tests.grading import GradedTest
 
 # The quick tier is `uv run pytest -m "not slow"`. A staff test is slow when it grades submissions
 # end to end: it takes one of these fixtures (the shared graded batch, the unpacked bundle) or its
 # module or function says `pytest.mark.slow` itself (the red team, the container, a release run).
-SLOW_FIXTURES = frozenset({"graded", "graded_as_user", "autograder_root"})
+SLOW_FIXTURES = frozenset({"graded", "graded_samples", "graded_as_user", "autograder_root"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,13 +111,25 @@ def trusted_files() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def graded_samples(tmp_path_factory) -> Graded:
+    """The plain samples graded into OUT/<name>/results.json by the red team's grader, in a batch of their
+    own (a few minutes on two cores)."""
+    folder, out = tmp_path_factory.mktemp("samples"), tmp_path_factory.mktemp("sample-grades")
+    _plain_samples(folder)
+    grade_batch(folder, out, grader_for({}), jobs=2, progress=False)
+    return Graded(out, {})
+
+
+@pytest.fixture(scope="session")
 def graded(tmp_path_factory) -> Graded:
-    """Every sample and red-team case graded into OUT/<name>/results.json (about six minutes on two cores).
-    STAFF_REDTEAM_CASES=name,name grades only those cases' folders (and the samples, unless
-    STAFF_REDTEAM_SAMPLES=none: `staff gpu-check` grades the cases alone, in minutes of a lent GPU)."""
+    """Every red-team case, and the reference beside them, graded into OUT/<name>/results.json (about 20
+    minutes on two cores). The reference shows that an honest grade keeps its marks among them, and its
+    peak is the floor of the cases' memory budgets. STAFF_REDTEAM_CASES=name,name grades only those cases'
+    folders (and the reference, unless STAFF_REDTEAM_SAMPLES=none: `staff gpu-check` grades the cases
+    alone, in minutes of a lent GPU)."""
     folder, work = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("building")
     if os.environ.get("STAFF_REDTEAM_SAMPLES") != "none":
-        _plain_samples(folder)
+        samples.reference(folder / "reference")
     cases = {}
     chosen = {name for name in os.environ.get("STAFF_REDTEAM_CASES", "").split(",") if name}
     names = new_names()  # this run's planted names: another run on the machine has its own
@@ -132,7 +149,8 @@ def graded(tmp_path_factory) -> Graded:
     for marker in {c.marker for c in cases.values() if c.marker}:
         Path(marker).unlink(missing_ok=True)
     trusted = trusted_files()
-    with planted_sources(names):  # what an earlier grade might have left, for the cases that look for it
+    # The planted sources: what an earlier grade might have left, for the cases that look for it.
+    with planted_sources(names), listed_once():
         grade_batch(folder, out, grader, jobs=2, progress=False)
     return Graded(out, cases, trusted)
 
@@ -220,6 +238,19 @@ def _remove_user(uid: int) -> None:
     (torch's /tmp/torchinductor_USER, which its test process makes)."""
     kill_user(uid)
     remove_leftovers(uid)
+
+
+@pytest.fixture(scope="session")
+def suites_collected() -> tuple[GradedTest, ...]:
+    """Every test of this tree's public and hidden suites, collected once (a pytest run of about 9
+    CPU-seconds, which many staff tests would otherwise each repeat) and completely, as `staff check` does."""
+    return tuple(collect_only(REPO_ROOT, hidden=True, complete=True))
+
+
+@pytest.fixture
+def suite_tests(suites_collected) -> list[GradedTest]:
+    """`suites_collected`, a copy of its own for each test: a test that changes a test's record changes no other's."""
+    return copy.deepcopy(list(suites_collected))
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""`staff grade`: results of the shared batch (reference, stubs, a syntax error, a zip), what a result
+"""`staff grade`: results of the samples' batch (reference, stubs, a syntax error, a zip), what a result
 file holds and hides, the CLI on one submission, and intake refusing what it cannot grade."""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ def reference_tests():
 
 
 @pytest.mark.timeout(BATCH_TIMEOUT_S)
-def test_reference_scores_every_point_of_every_cpu_test(graded, reference_tests):
-    results = graded.results("reference")
+def test_reference_scores_every_point_of_every_cpu_test(graded_samples, reference_tests):
+    results = graded_samples.results("reference")
     assert validate_results(results) == []
     cpu = [t for t in reference_tests if not t.needs_cuda]
     assert {t["extra_data"]["nodeid"] for t in results["tests"]} == {t.nodeid for t in cpu}  # no GPU test shown
@@ -41,8 +41,8 @@ def test_reference_scores_every_point_of_every_cpu_test(graded, reference_tests)
 
 
 @pytest.mark.timeout(BATCH_TIMEOUT_S)
-def test_stubs_score_zero_with_every_test_failing_on_its_stub(graded, reference_tests):
-    results = graded.results("stubs")
+def test_stubs_score_zero_with_every_test_failing_on_its_stub(graded_samples, reference_tests):
+    results = graded_samples.results("stubs")
     assert results["score"] == 0 and results["extra_data"]["max_score"] > 0
     assert len(results["tests"]) == sum(not t.needs_cuda for t in reference_tests)
     for test in results["tests"]:
@@ -51,10 +51,10 @@ def test_stubs_score_zero_with_every_test_failing_on_its_stub(graded, reference_
 
 
 @pytest.mark.timeout(BATCH_TIMEOUT_S)
-def test_a_hidden_failure_shows_the_check_and_the_student_code_never_the_test(graded):
+def test_a_hidden_failure_shows_the_check_and_the_student_code_never_the_test(graded_samples):
     hidden_source = {line.strip() for path in HIDDEN.glob("test_*.py") for line in path.read_text().splitlines()
                      if len(line.strip()) > 20}
-    results = graded.results("stubs")
+    results = graded_samples.results("stubs")
     for test in results["tests"]:
         if "hidden" in test["tags"]:
             assert not [line for line in hidden_source if line in test["output"]], test["output"]
@@ -64,16 +64,16 @@ def test_a_hidden_failure_shows_the_check_and_the_student_code_never_the_test(gr
 
 
 @pytest.mark.timeout(BATCH_TIMEOUT_S)
-def test_a_syntax_error_scores_zero_and_says_where(graded):
-    results = graded.results("syntax-error")
+def test_a_syntax_error_scores_zero_and_says_where(graded_samples):
+    results = graded_samples.results("syntax-error")
     assert results["score"] == 0
     assert "SyntaxError" in results["output"] and "strides.py" in results["output"]
     assert all("SyntaxError" in t["output"] for t in results["tests"])
 
 
 @pytest.mark.timeout(BATCH_TIMEOUT_S)
-def test_the_same_code_grades_the_same_as_a_zip_with_a_top_folder(graded):
-    folder, zipped = graded.results("reference"), graded.results("zip-with-a-top-folder")
+def test_the_same_code_grades_the_same_as_a_zip_with_a_top_folder(graded_samples):
+    folder, zipped = graded_samples.results("reference"), graded_samples.results("zip-with-a-top-folder")
     strip = lambda r: [(t["name"], t["score"], t["status"], t["output"]) for t in r["tests"]]  # noqa: E731
     assert strip(zipped) == strip(folder) and zipped["score"] == folder["score"]
     taken = zipped["extra_data"]["graded_files"]

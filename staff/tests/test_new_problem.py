@@ -13,7 +13,6 @@ import pytest
 
 from staff.authoring.new_problem import TODO, NewProblem, ScaffoldError, scaffold, validate
 from staff.grading.grade import REPO_ROOT
-from staff.grading.selection import collect_only
 from tests.grading import PROBLEMS
 
 # The scaffold's trial problem: the next free number, whatever problems exist (a term adds its own).
@@ -83,10 +82,10 @@ def test_arguments_the_scaffold_cannot_take_are_refused(number, module, title, s
         validate(NewProblem(number, module, title), REPO_ROOT)
 
 
-def test_a_failed_write_puts_back_what_was_there(tmp_path, monkeypatch):
+def test_a_failed_write_puts_back_what_was_there(tmp_path, monkeypatch, suite_tests):
     # Mistake this catches: a scaffold that stops half-way, leaving a registry entry without its files.
     root = copied_tree(tmp_path)
-    tests = collect_only(REPO_ROOT, hidden=True)
+    tests = suite_tests
     before = fingerprint(root)
     writes, real_write = iter(range(100)), Path.write_text
 

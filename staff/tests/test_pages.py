@@ -14,15 +14,14 @@ from staff.authoring.check import CHECKS
 from staff.authoring.links import slug
 from staff.authoring.stated import Totals
 from staff.grading.grade import REPO_ROOT
-from staff.grading.selection import collect_only
 
 # What the links and the stated totals are read from and point to.
 PARTS = ("README.md", "STUDENT_README.md", "CHANGELOG.md", "docs", "handout", "tests")
 
 
-@pytest.fixture(scope="module")
-def totals() -> Totals:
-    return Totals(tuple(collect_only(REPO_ROOT, hidden=True)))
+@pytest.fixture
+def totals(suite_tests) -> Totals:
+    return Totals(tuple(suite_tests))
 
 
 @pytest.fixture

@@ -112,6 +112,7 @@ def _build(tmp_path: Path):
     return build(tmp_path / "scratch", REPO_ROOT, package, ("adapters",), False, Settings())
 
 
+@pytest.mark.slow  # a sandboxed grade, end to end
 @needs_root
 def test_a_grade_without_a_mapped_uid_says_why_in_its_protections(tmp_path, monkeypatch):
     from staff import samples

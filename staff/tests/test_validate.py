@@ -7,8 +7,6 @@ import os
 
 import pytest
 
-from staff.grading.grade import REPO_ROOT
-from staff.grading.selection import collect_only
 from staff.validate.run import Outcome, judge, matrix, sample, summary, validate
 from staff.validate.variants import CHAFF, WHEAT, Variant, dependents, load_variants, variant_source
 from tests.grading import PROBLEMS
@@ -39,8 +37,8 @@ def test_every_variant_replaces_real_bodies_and_compiles(variants):
             assert f"def {function}(" in source, f"{variant.key}: no function {name} in the module"
 
 
-def test_every_chaff_names_tests_that_exist_in_its_problem(variants):
-    collected = collect_only(REPO_ROOT, hidden=True)
+def test_every_chaff_names_tests_that_exist_in_its_problem(variants, suite_tests):
+    collected = suite_tests
     names = {number: {t.name.split("[", 1)[0] for t in collected if t.problem == number} for number in PROBLEMS}
     cuda = {t.name.split("[", 1)[0] for t in collected if t.needs_cuda}
     for variant in variants:
@@ -136,11 +134,15 @@ def test_on_a_gpu_a_chaff_is_judged_by_its_gpu_catches():
     assert judge(caught_on_gpu, chaff, gpu=True) == [] and judge(caught_on_gpu, chaff)
 
 
-def test_only_the_gpu_chaff_and_the_wheat_of_problems_with_cuda_tests_are_graded_on_a_gpu(variants):
+def test_only_the_gpu_chaff_and_the_wheat_of_problems_with_cuda_tests_are_graded_on_a_gpu(variants, monkeypatch,
+                                                                                          suite_tests):
     # Catches a CPU validate that grades a chaff only a GPU can catch (it would be reported as missed),
     # and a GPU validate that grades problems without cuda tests (nothing to run).
+    from staff.validate import run
     from staff.validate.run import gpu_problems, gradable
 
+    # gpu_problems collects the public suite: its part of the session's collection, not a collection of its own.
+    monkeypatch.setattr(run, "collect_only", lambda *args, **kwargs: [t for t in suite_tests if not t.hidden])
     on_cpu, on_gpu = gradable(variants, gpu=False), gradable(variants, gpu=True)
     gpu_only = {v.key for v in variants if v.kind == CHAFF and not v.catches}
     assert gpu_only and not gpu_only & {v.key for v in on_cpu}
