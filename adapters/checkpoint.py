@@ -1,9 +1,9 @@
 """Problem 10 adapters: checkpoints and seeding (handout/10_checkpoint.md).
 
 The student's functions take a model and an optimizer; here both are torch's own (`build_training`),
-rebuilt from sizes and state dicts, so checkpointing is graded apart from Problems 7 and 8; one
-adapter (`run_resume_your_cruncher_and_adagrad`) uses the student's own Cruncher and AdaGrad, as the
-training loop of Problem 11 does. Checkpoints go in and out as paths or bytes.
+rebuilt from sizes and state dicts, so checkpointing is graded apart from Problems 7 and 8 (one
+mistake there costs points there, not here); `run_resume_training_with_adagrad` trains and resumes as
+the training loop of Problem 11 does, with torch's Adagrad. Checkpoints go in and out as paths or bytes.
 """
 
 from __future__ import annotations
@@ -283,26 +283,27 @@ def run_save_with_faults_injected(dims: list[int], old_state: dict, model_state:
 
 
 @routed
-def run_resume_your_cruncher_and_adagrad(dim: int, num_layers: int, lr: float, batches: list, stop_at: int,
-                                         folder: str) -> dict:
-    """As the handout's training loop (handout/11_train.md §11.3) does, with your own pieces: build
-    your Cruncher(dim, num_layers) and AdaGrad(model.parameters(), lr=lr) after torch.manual_seed(0);
+def run_resume_training_with_adagrad(dim: int, num_layers: int, lr: float, batches: list, stop_at: int,
+                                     folder: str) -> dict:
+    """As the handout's training loop (handout/11_train.md §11.3) does, with torch's pieces in the shape of
+    Problems 7 and 8's (so a mistake there costs nothing here): build a Cruncher-shaped model (`num_layers`
+    bias-free Linear(dim, dim) layers with ReLU, a Linear(dim, 1) head, outputs of shape (B,)) and
+    torch.optim.Adagrad(model.parameters(), lr=lr) after torch.manual_seed(0);
     train on `batches` ((x of shape (B, dim), y of shape (B,)) pairs, mean squared error), calling
-    save_checkpoint(model, optimizer, stop_at, path) after `stop_at` steps; then build a fresh Cruncher
-    and AdaGrad the same way (torch.manual_seed(1) first, so they start elsewhere), load_checkpoint(path,
+    save_checkpoint(model, optimizer, stop_at, path) after `stop_at` steps; then build a fresh model
+    and Adagrad the same way (torch.manual_seed(1) first, so they start elsewhere), load_checkpoint(path,
     ...) into them and train them on the remaining batches.
 
     Returns {"straight": the first model's state dict after every batch, "resumed": the second's,
-    "straight_optimizer" and "resumed_optimizer": their AdaGrads' state dicts, "iteration": what
+    "straight_optimizer" and "resumed_optimizer": their Adagrads' state dicts, "iteration": what
     load_checkpoint returned}."""
     from cs336_basics import checkpoint
-    from cs336_basics.model import Cruncher
-    from cs336_basics.optimizer import AdaGrad
 
     def build(seed: int):
         torch.manual_seed(seed)
-        model = Cruncher(dim, num_layers)
-        return model, AdaGrad(model.parameters(), lr=lr)
+        hidden = [m for _ in range(num_layers) for m in (torch.nn.Linear(dim, dim, bias=False), torch.nn.ReLU())]
+        model = torch.nn.Sequential(*hidden, torch.nn.Linear(dim, 1, bias=False), torch.nn.Flatten(0))
+        return model, torch.optim.Adagrad(model.parameters(), lr=lr)
 
     def train(model, optimizer, steps) -> None:
         for x, y in steps:

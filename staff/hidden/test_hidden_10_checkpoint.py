@@ -347,23 +347,25 @@ def as_bits(state):
 
 
 @pytest.mark.points(1)
-def test_a_checkpoint_of_your_cruncher_and_adagrad_resumes_bit_identically(tmp_path):
-    # Catches a checkpoint that works for torch's layers and AdamW but not for the student's own: a
-    # save or load that assumes AdamW's state entries, or a Cruncher whose weights are not in its
-    # state_dict. As the training loop of Problem 11 (§11.3) saves and resumes.
+def test_a_checkpoint_of_a_model_and_adagrad_resumes_bit_identically(tmp_path):
+    # Catches a checkpoint that works for AdamW but not for the AdaGrad of Problem 11's training loop (§11.3):
+    # a save or load that assumes AdamW's state entries (exp_avg, a step per group) or restores only some of
+    # the optimizer's state. torch's Adagrad and layers stand in for Problems 7 and 8, so that a mistake in
+    # those costs points there and not here (one mistake, one penalty).
     dim, num_layers, steps, stop_at = 5, 2, 6, 3
     generator = torch.Generator().manual_seed(7)
     batches = [(torch.randn(4, dim, generator=generator), torch.randn(4, generator=generator)) for _ in range(steps)]
-    inputs = (f"your Cruncher({dim}, {num_layers}) and AdaGrad(model.parameters(), lr=0.1) trained {steps} steps "
-              f"straight, and trained {stop_at} steps, saved with save_checkpoint to a path, loaded into a fresh "
-              f"Cruncher and AdaGrad with load_checkpoint, and trained {steps - stop_at} more")
+    inputs = (f"a Cruncher-shaped torch model ({num_layers} Linear({dim}, {dim}) layers and a head) and "
+              f"torch.optim.Adagrad(model.parameters(), lr=0.1) trained {steps} steps straight, and trained {stop_at} "
+              f"steps, saved with save_checkpoint to a path, loaded into a fresh model and Adagrad with "
+              f"load_checkpoint, and trained {steps - stop_at} more")
     see = f"{SEE} §10.2 (and handout/11_train.md §11.3)"
-    got = call_explained(A.run_resume_your_cruncher_and_adagrad, dim, num_layers, 0.1, batches, stop_at,
-                         str(tmp_path), what="saving and resuming your Cruncher and AdaGrad", inputs=inputs,
+    got = call_explained(A.run_resume_training_with_adagrad, dim, num_layers, 0.1, batches, stop_at,
+                         str(tmp_path), what="saving and resuming a model and its Adagrad", inputs=inputs,
                          expected="no error", see=see)
     check_equal(got["iteration"], stop_at, what="the iteration load_checkpoint returned", inputs=inputs, see=see)
     for name in ("", "_optimizer"):
         diff = differences(as_bits(got[f"resumed{name}"]), as_bits(got[f"straight{name}"]))
-        assert not diff, explain(f"the resumed run's {'model' if not name else 'AdaGrad'} state_dict", inputs=inputs,
+        assert not diff, explain(f"the resumed run's {'model' if not name else 'Adagrad'} state_dict", inputs=inputs,
                                  expected="bit-identical to the straight run's", got=f"differs at {diff[:5]}",
                                  see=see)
