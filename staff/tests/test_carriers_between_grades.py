@@ -93,7 +93,8 @@ def test_a_gpu_grade_asks_for_a_worker_that_can_start_cuda(tmp_path, monkeypatch
     for gpu in (True, False):
         grading.grade(tmp_path, Settings(hidden=False, problems={1}, gpu=gpu, test_timeout_s=10.0), progress=False)
     assert [worker.cuda for worker in asked] == [True, False]
-    assert all(worker.landlock and worker.namespaces and worker.seccomp for worker in asked)
+    assert all(worker.protections.landlock and worker.protections.namespaces and worker.protections.seccomp
+               for worker in asked)
 
 
 def test_the_refused_calls_hold_every_carrier_of_data_between_grades():
