@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
+from staff.errors import StaffError
 from staff.sandbox.settings import SWITCHES, Settings
 from tests.grading import PROBLEMS
 
@@ -53,9 +54,21 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+class SettingError(StaffError, ValueError):
+    """Options that make no valid `Settings` (a memory limit below the floor torch imports under, an unknown
+    problem); the message names the option and the least that works."""
+
+
 def from_arguments(args: argparse.Namespace) -> Settings:
-    """The settings the options give, the defaults for the rest."""
-    return Settings(**{spec.name: getattr(args, spec.name) for spec in fields(Settings)
-                       if getattr(args, spec.name, None) is not None})
+    """The settings the options give, the defaults for the rest.
+
+    Raises:
+        SettingError: the options make no valid settings; nothing has been graded.
+    """
+    try:
+        return Settings(**{spec.name: getattr(args, spec.name) for spec in fields(Settings)
+                           if getattr(args, spec.name, None) is not None})
+    except ValueError as error:
+        raise SettingError(str(error)) from error
 
 

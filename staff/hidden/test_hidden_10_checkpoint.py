@@ -314,6 +314,15 @@ def test_every_set_of_missing_entries_raises_value_error_and_changes_nothing(
     saved_model, saved_optimizer = trained(saved_steps)
     full = {"model": saved_model.state_dict(), "optimizer": saved_optimizer.state_dict(), "iteration": saved_steps}
     start_model, start_optimizer = trained(start_steps)
+    # The control, so that a load refusing every checkpoint (a stub raising ValueError) earns nothing here.
+    whole = io.BytesIO()
+    torch.save(full, whole)
+    got = A.run_load_checkpoint(whole.getvalue(), DIMS, *states(start_model, start_optimizer))
+    assert got["raised"] is None and got["iteration"] == saved_steps, explain(
+        "loading the whole checkpoint first (a load that refuses every checkpoint passes no test of refusing)",
+        inputs=f"a checkpoint with every entry, saved after {saved_steps} step(s), from a binary file object",
+        expected=f"returns {saved_steps}",
+        got=repr(got["raised"]) if got["raised"] else f"returned {got['iteration']!r}", see=f"{SEE} §10.3")
     folder = Path(tempfile.mkdtemp(dir=tmp_path))  # one per example: hypothesis reuses tmp_path
     for size in (1, 2, 3):
         for missing in itertools.combinations(CHECKPOINT_KEYS, size):

@@ -87,7 +87,7 @@ def test_the_bundle_writes_the_pins_and_the_script_parses(setup_sh):
 
 def test_a_setup_sh_not_made_by_staff_bundle_fails_loudly(tmp_path):
     env = {**os.environ, "AUTOGRADER_ROOT": str(tmp_path), "CS336_ENV": str(tmp_path / "env")}
-    done = subprocess.run(["bash", str(REPO_ROOT / "staff" / "autograder_files" / "setup.sh")], env=env,
+    done = subprocess.run(["bash", str(REPO_ROOT / "staff" / "gradescope" / "autograder_files" / "setup.sh")], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "is not a version" in done.stderr and not (tmp_path / "env").exists()
 
