@@ -11,12 +11,7 @@ import pytest
 import torch
 
 from adapters._route import current_route
-from tests.grading import (
-    HIDDEN_VISIBILITY,
-    VISIBILITIES,
-    PointsPlugin,
-    check_imports_resolve_inside,
-)
+from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES, PointsPlugin, check_imports_resolve_inside
 
 TESTS_ROOT = Path(__file__).resolve().parent
 HIDDEN_ROOT = TESTS_ROOT.parent / "staff" / "hidden"  # present only where the staff grade

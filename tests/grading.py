@@ -22,36 +22,12 @@ import importlib.util
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
 from tests.failure_output import failure_text, truncated
+from tests.problems import PROBLEMS, TITLE_WIDTH
 
-
-class Problem(NamedTuple):
-    title: str
-    handout: str
-    hidden_points: int  # what the staff's hidden tests add when they grade (stated on each handout page)
-    module: str  # the cs336_basics module the problem's functions live in
-
-
-PROBLEMS: dict[int, Problem] = {
-    1: Problem("Dtype memory", "handout/01_dtype_memory.md", 12, "dtype_memory"),
-    2: Problem("Strides and views", "handout/02_strides.md", 12, "strides"),
-    3: Problem("einops", "handout/03_einops.md", 8, "einops_ops"),
-    4: Problem("FLOPs and MFU", "handout/04_flops.md", 8, "flops"),
-    5: Problem("Backward by hand", "handout/05_backward.md", 6, "backward"),
-    6: Problem("Initialization", "handout/06_init.md", 8, "init"),
-    7: Problem("The model", "handout/07_model.md", 7, "model"),
-    8: Problem("AdaGrad", "handout/08_adagrad.md", 12, "optimizer"),
-    9: Problem("Memmap data loader", "handout/09_data.md", 14, "data"),
-    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 12, "checkpoint"),
-    11: Problem("Train it", "handout/11_train.md", 8, "train"),
-}
-# The first column of every points table (this plugin's, `staff grade`'s, a batch's summary): wide
-# enough for the longest "N. Title", so a long title added next term keeps the columns aligned.
-TITLE_WIDTH = max(26, *(len(f"{n}. {p.title}") + 2 for n, p in PROBLEMS.items()))
 # A `cuda` test skipped with a reason starting so (no GPU, or one the tests have no figures for)
 # counts as 0 of 0, neither earned nor lost; any other skip is a failure.
 GPU_SKIP_PREFIX = "needs a CUDA GPU"

@@ -1,7 +1,7 @@
 """`staff check`: every consistency check that needs no grading, in a few seconds.
 
 Each check reads the tree at `repo` and the graded tests its suites collect, and returns findings,
-each naming the file to fix. Problems are declared once, in `PROBLEMS` (tests/grading.py); their
+each naming the file to fix. Problems are declared once, in `PROBLEMS` (tests/problems.py); their
 files are found by `staff.sources.problem_files`; everything else (the handout's headings, tables and totals,
 the tests' problem markers, the variants files, the version, the totals the staff pages in docs/ state)
 is checked against those and against the points the tests carry; the links of every page people read
@@ -20,7 +20,8 @@ from pathlib import Path
 from staff.authoring.stated import SUMMARY, Stated, Totals, all_facts, cited_sections, fix_texts, with_missing_rows
 from staff.sources import problem_files as files
 from staff.sources.markers import find_blocks, handout_page
-from tests.grading import PROBLEMS, GradedTest
+from tests.grading import GradedTest
+from tests.problems import PROBLEMS
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def check_declarations(repo: Path, points: Totals) -> list[Finding]:
             found.append(Finding(str(module.relative_to(repo)), f"missing: Problem {number}'s module", number))
         elif handout_page(module.read_text(encoding="utf-8")) != problem.handout:
             found.append(Finding(str(module.relative_to(repo)), f"its docstring's `Handout:` line must name "
-                                 f"{problem.handout} (PROBLEMS[{number}] in tests/grading.py)", number))
+                                 f"{problem.handout} (PROBLEMS[{number}] in tests/problems.py)", number))
         for path, what in ((files.adapter_file(repo, number), "adapters"), (repo / problem.handout, "handout page"),
                            (files.variants_file(repo, number), "variants file for `staff validate` (wheat and chaff)")):
             if not path.is_file():
@@ -86,7 +87,7 @@ def check_test_files(repo: Path, points: Totals) -> list[Finding]:
         number = files.problem_of_test_file(path)
         if number not in PROBLEMS:
             found.append(Finding(where, "not named for a declared problem (test_NN_*.py or test_hidden_NN_*.py, NN "
-                                 "in PROBLEMS of tests/grading.py)"))
+                                 "in PROBLEMS of tests/problems.py)"))
             continue
         try:
             declared = _declared_problem(ast.parse(path.read_text(encoding="utf-8"), where))

@@ -2,7 +2,7 @@
 
 It writes the solution module (signature, docstring, markers around a body that raises), its adapter,
 a public and a hidden test file of one one-point test each, the handout page with its Tests table,
-an empty variants file, and the problem's entry in `PROBLEMS` (tests/grading.py); it adds the page's
+an empty variants file, and the problem's entry in `PROBLEMS` (tests/problems.py); it adds the page's
 row to the handout's summary and moves every stated total (the summary's, its prose, and the staff
 pages' hidden and Gradescope totals) by the new points. Every place to fill is marked `TODO(new-problem)`.
 Until they are filled the suites fail on the new problem: the reference body raises, each test compares with
@@ -22,7 +22,8 @@ from pathlib import Path
 from staff.authoring.stated import GPU, GRADESCOPE, GRADING, REGISTRY, SUMMARY, Totals, fix_texts, summary_facts
 from staff.errors import StaffError
 from staff.sources import problem_files as files
-from tests.grading import PROBLEMS, GradedTest
+from tests.grading import GradedTest
+from tests.problems import PROBLEMS
 
 TODO = "TODO(new-problem)"
 _ENTRY = re.compile(r"^    (\d+): Problem\(.*\),\n", re.MULTILINE)

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from staff.sources import problem_files as files
-from tests.grading import PROBLEMS, GradedTest
+from tests.grading import GradedTest
+from tests.problems import PROBLEMS
 
 SUMMARY = "handout/README.md"
-REGISTRY = "tests/grading.py"
+REGISTRY = "tests/problems.py"
 GRADESCOPE = "docs/gradescope.md"  # the staff page that says what to set on Gradescope
 GRADING = "docs/grading.md"  # the staff page on grading, which states the hidden suites' total
 GPU = "docs/gpu.md"  # the staff page on the GPU part, which states its points

@@ -15,7 +15,7 @@ from pathlib import Path
 from staff import samples
 from staff.bench.measure import Row, Timing, ratio_row, repeat_command
 from staff.sources.problem_files import public_test_files
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

@@ -46,7 +46,7 @@ def register(commands) -> None:
     check = commands.add_parser(
         "check",
         help="every consistency check that needs no grading, in a few seconds (run it before the suites)",
-        description="Check the tree against the problems declared in tests/grading.py (PROBLEMS) and the points its "
+        description="Check the tree against the problems declared in tests/problems.py (PROBLEMS) and the points its "
         "tests carry: each problem's module, adapters, handout page, test files (named for the problem and marked "
         "with it) and variants file; the handout's headings, Tests tables, cited sections, summary rows, totals and "
         "prose totals (and the totals the staff pages in docs/ state); every solution block's stub section; no "

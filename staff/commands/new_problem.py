@@ -31,7 +31,7 @@ def register(commands) -> None:
         description="Write a new problem's files with every place to fill marked TODO(new-problem): the solution "
         "module (a function named after the module, its body between the solution markers, raising until written), "
         "its adapter, a one-point public and a one-point hidden test, the handout page with its Tests table, an "
-        "empty variants file, and its entry in PROBLEMS (tests/grading.py); the handout's summary gets its row and "
+        "empty variants file, and its entry in PROBLEMS (tests/problems.py); the handout's summary gets its row and "
         "every stated total moves by the new points. `staff check` accepts the result at once; the suites fail on "
         "it until the TODOs are filled. Nothing is written when the arguments are refused.",
     )

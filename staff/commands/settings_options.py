@@ -10,7 +10,7 @@ from dataclasses import fields
 
 from staff.errors import StaffError
 from staff.sandbox.settings import SWITCHES, Settings
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 
 def _at_least_zero(kind: type):

@@ -12,7 +12,7 @@ from staff.commands.needs_gpu import gpu_refused
 def run(args: argparse.Namespace) -> int:
     from staff.bytecode import ensure_compiled
     from staff.validate.run import all_validated
-    from tests.grading import PROBLEMS
+    from tests.problems import PROBLEMS
 
     problems = set(args.problem) if args.problem else None
     if args.gpu and (args.mutants or args.flaky):
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(commands) -> None:
-    from tests.grading import PROBLEMS
+    from tests.problems import PROBLEMS
 
     validate = commands.add_parser(
         "validate",

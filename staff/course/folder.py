@@ -14,7 +14,7 @@ from pathlib import Path
 from staff.errors import StaffError
 from staff.grading.outcomes import Outcome
 from staff.grading.results import PARTS, validate_results, write_json_atomically
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 METADATA = "submission_metadata.yml"
 RESULTS, RESULTS_GPU = "results.json", "results-gpu.json"

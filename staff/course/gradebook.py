@@ -29,7 +29,7 @@ from staff.course.report import ProblemScores, write_report
 from staff.grading.outcomes import Outcome
 from staff.grading.provenance import suite_label
 from staff.grading.results import PARTS
-from tests.grading import PROBLEMS, TITLE_WIDTH
+from tests.problems import PROBLEMS, TITLE_WIDTH
 
 GRADED, PARTIAL, NOT_GRADED = "graded", "partial", "not graded"
 

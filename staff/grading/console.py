@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from staff.grading.results import PARTS, part
-from tests.grading import PROBLEMS, TITLE_WIDTH, GradedTest
+from tests.grading import GradedTest
+from tests.problems import PROBLEMS, TITLE_WIDTH
 
 _WIDTH = 12  # of each points column
 

@@ -38,7 +38,7 @@ from staff.intake.upload import (
     opened,
     zip_entry_count,
 )
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 __all__ = ["PACKAGE", "Intake", "SubmissionError", "lay_package", "zip_entry_count"]
 

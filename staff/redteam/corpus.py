@@ -53,7 +53,7 @@ from pathlib import Path
 from staff import samples
 from staff.redteam.plantnames import PlantedNames, stale, uses_placeholders
 from staff.sources.markers import find_blocks, stub_source
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 CASES = Path(__file__).resolve().parent / "cases"
 MODULES = {number: problem.module for number, problem in PROBLEMS.items()}

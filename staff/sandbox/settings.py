@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from staff.sandbox.protections import Protections
-from tests.grading import HIDDEN_VISIBILITY, PROBLEMS, VISIBILITIES
+from tests.grading import HIDDEN_VISIBILITY, VISIBILITIES
+from tests.problems import PROBLEMS
 
 MEMORY_GIB = 8.0  # a CPU grade's address-space limit when --memory-gib is not given (a GPU grade has none)
 # The least address space under which the worker's zygote imported torch, torch._dynamo and the

@@ -1,6 +1,6 @@
 """Where each problem's files live: the one owner of the file-name conventions.
 
-A problem is declared once, in `PROBLEMS` (tests/grading.py: number, title, handout page, hidden
+A problem is declared once, in `PROBLEMS` (tests/problems.py: number, title, handout page, hidden
 points, module). Its other files are found from that declaration by these names, and nowhere else:
 
 | file | name |
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 PUBLIC_TESTS, HIDDEN_TESTS = "tests", "staff/hidden"
 VARIANTS = "staff/validate/variants"

@@ -26,7 +26,8 @@ from staff.grading import provenance
 from staff.grading.grade import Grade
 from staff.grading.results import results_json, write_json_atomically
 from staff.sandbox.settings import Settings
-from tests.grading import FAILED, PASSED, PROBLEMS, GradedTest
+from tests.grading import FAILED, PASSED, GradedTest
+from tests.problems import PROBLEMS
 
 
 def suite_of(files: dict[str, str]) -> dict:

@@ -15,7 +15,7 @@ from staff.grading.results import validate_results
 from staff.grading.selection import collect_only
 from staff.sandbox.settings import Settings
 from staff.tests.conftest import BATCH_TIMEOUT_S
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 HIDDEN = REPO_ROOT / "staff" / "hidden"
 

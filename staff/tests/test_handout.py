@@ -14,7 +14,7 @@ from staff.authoring.check import CHECKS, USES, check_uses, fix_stated, report, 
 from staff.authoring.stated import Totals
 from staff.cli import main
 from staff.grading.grade import REPO_ROOT
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 # Whatever the checks read, and whatever the pages link to (`staff check` follows every relative link).
 PARTS = ("cs336_basics", "adapters", "tests", "handout", "staff", "docs", ".ci", "README.md", "STUDENT_README.md",

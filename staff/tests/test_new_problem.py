@@ -13,7 +13,7 @@ import pytest
 
 from staff.authoring.new_problem import TODO, NewProblem, ScaffoldError, scaffold, validate
 from staff.grading.grade import REPO_ROOT
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 # The scaffold's trial problem: the next free number, whatever problems exist (a term adds its own).
 NEXT = max(PROBLEMS) + 1

@@ -22,7 +22,7 @@ from staff.sandbox import plugin_settings
 from staff.sandbox.layout import build
 from staff.sandbox.protections import Protections
 from staff.sandbox.settings import MEMORY_GIB, Settings, available_cpus, to_arguments
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 # Every setting away from its default: what a TA may give on the command line.
 CHOSEN = Settings(run_timeout_s=30, test_timeout_s=7, import_timeout_s=3, startup_timeout_s=11, memory_gib=6,

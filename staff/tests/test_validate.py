@@ -9,7 +9,7 @@ import pytest
 
 from staff.validate.run import Outcome, judge, matrix, sample, summary, validate
 from staff.validate.variants import CHAFF, WHEAT, Variant, dependents, load_variants, variant_source
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 MIN_WHEAT, MIN_CHAFF = 3, 6
 

@@ -29,7 +29,7 @@ from staff import samples
 from staff.sandbox.removal import scratch_folder
 from staff.sources.markers import find_blocks
 from staff.sources.problem_files import hidden_test_files, public_test_files
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 EQUIVALENT = Path(__file__).resolve().parent / "equivalent.toml"
 SWAPS: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,

@@ -29,7 +29,8 @@ from staff.grading.selection import collect_only
 from staff.sandbox.removal import scratch_folder
 from staff.sandbox.settings import Settings
 from staff.validate.variants import CHAFF, WHEAT, Variant, VariantError, build, dependents, load_variants
-from tests.grading import PASSED, PROBLEMS, SKIPPED
+from tests.grading import PASSED, SKIPPED
+from tests.problems import PROBLEMS
 
 # Where the handout says a problem runs another's code, so that a mistake there may cost points
 # here too: Problem 11 "calls your code from Problems 6 to 10" (handout/11_train.md). Problem 7

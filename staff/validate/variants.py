@@ -22,7 +22,7 @@ from staff import samples
 from staff.errors import StaffError
 from staff.sources.markers import find_blocks
 from staff.sources.problem_files import variants_file
-from tests.grading import PROBLEMS
+from tests.problems import PROBLEMS
 
 WHEAT, CHAFF = "wheat", "chaff"
 
