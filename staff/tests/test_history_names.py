@@ -1,6 +1,7 @@
 """Names say what they hold, never the history that made them: no module, test or docstring of the
 tree names an issue or a round of work by number (the CHANGELOG and the closing notes keep the
-history). A public project's issue, cited as a source with its owner/name, is not history."""
+history). A public project's issue, cited as a source with its owner/name, is not history. Read: the
+code and its data files (.py, .toml), the README and the staff's docs/."""
 
 from __future__ import annotations
 
@@ -30,11 +31,13 @@ def test_history_names_are_found_and_cited_sources_are_not():
 
 
 def test_no_file_of_the_tree_names_its_history():
+    # Mistake caught: a variant's description or a docs page saying "(issue 28)" where it should say what it guards.
+    paths = [path for folder in CODE for pattern in ("*.py", "*.toml") for path in (ROOT / folder).rglob(pattern)]
+    paths += [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
     found = []
-    for folder in CODE:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            if "redteam/cases" in path.as_posix() or path == Path(__file__).resolve():  # its examples
-                continue
-            names = history_names(path.name + "\n" + path.read_text(encoding="utf-8"))
-            found += [f"{path.relative_to(ROOT)}: {name}" for name in names]
+    for path in sorted(paths):
+        if "redteam/cases" in path.as_posix() or path == Path(__file__).resolve():  # its examples
+            continue
+        names = history_names(path.name + "\n" + path.read_text(encoding="utf-8"))
+        found += [f"{path.relative_to(ROOT)}: {name}" for name in names]
     assert not found, "name what the code holds, not the issue or round that made it:\n" + "\n".join(found)
