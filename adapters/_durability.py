@@ -6,11 +6,9 @@ A save is atomic and durable when it writes a temporary file, flushes every byte
 `os.replace` and `os.fsync` alone would miss correct code that bound them before the patch
 (`from os import fsync, replace`, then `replace(temp, out)`), so:
 
-- Renames are seen by an audit hook (`sys.addaudithook`). CPython raises the audit event
-  "os.rename" inside `os.rename` and `os.replace` themselves, so the hook sees every route to them:
-  any alias, `pathlib.Path.rename` / `Path.replace`, `shutil.move`, `os.renames`. An audit hook
-  cannot be removed, so one hook is installed per process, on first use, and records only while a
-  `recorded_file_operations()` block is open; elsewhere it returns at once.
+- Renames are seen by the process's audit hook (`adapters/_file_routes.py`): CPython raises the
+  audit event "os.rename" inside `os.rename` and `os.replace` themselves, so the hook sees every
+  route to them: any alias, `pathlib.Path.rename` / `Path.replace`, `shutil.move`, `os.renames`.
 - Flushes have no audit event. They are seen by wrapping the functions wherever the student's code
   can reach them by name when the block opens: the attributes `os.fsync` and `os.fdatasync` (and
   `posix`'s, the same functions), and every global of a module of the `cs336_basics` package that
@@ -28,54 +26,31 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from unittest import mock
 
-# The functions as the interpreter made them, before anything could wrap them.
-_SYNCS = tuple(getattr(os, name) for name in ("fsync", "fdatasync") if hasattr(os, name))
-_STUDENT_PACKAGE = "cs336_basics"
-
-_lock = threading.Lock()
-_hook_installed = False
-_recording: list[tuple[str, str, str]] | None = None  # the open block's list, or None: the hook is idle
-
-
-def _fd_path(fd: int) -> str:
-    """The real path of the file open as `fd`, or "<fd N>" where /proc/self/fd cannot say."""
-    try:
-        return os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:
-        return f"<fd {fd}>"
+from adapters._file_routes import SYNCS, fd_path, renames_seen_by, student_bindings
 
 
 def _resolved(path, dir_fd) -> str:
     """`path` (str, bytes or PathLike) as an absolute path, relative paths taken from `dir_fd` when given."""
     text = os.fsdecode(os.fspath(path))
     if dir_fd is not None and dir_fd >= 0 and not os.path.isabs(text):
-        text = os.path.join(_fd_path(dir_fd), text)
+        text = os.path.join(fd_path(dir_fd), text)
     return text
 
 
-def _audit(event: str, args: tuple) -> None:
-    """The process's audit hook: records ("rename", source's real path, destination) while a block is open."""
-    records = _recording
-    if records is None or event != "os.rename":
-        return
-    try:
-        src, dst, src_dir_fd, dst_dir_fd = args
-        records.append(("rename", os.path.realpath(_resolved(src, src_dir_fd)), _resolved(dst, dst_dir_fd)))
-    except Exception:  # noqa: BLE001 - an audit hook that raises would make the rename itself fail
-        records.append(("rename", "<unreadable>", "<unreadable>"))
+def _renames(records: list[tuple[str, str, str]]):
+    """A rename listener recording ("rename", source's real path, destination)."""
 
+    def seen(src, dst, src_dir_fd, dst_dir_fd) -> None:
+        try:
+            records.append(("rename", os.path.realpath(_resolved(src, src_dir_fd)), _resolved(dst, dst_dir_fd)))
+        except Exception:  # noqa: BLE001 - an audit hook that raises would make the rename itself fail
+            records.append(("rename", "<unreadable>", "<unreadable>"))
 
-def _install_hook() -> None:
-    global _hook_installed
-    with _lock:
-        if not _hook_installed:
-            sys.addaudithook(_audit)
-            _hook_installed = True
+    return seen
 
 
 def _syncing(original, records: list[tuple[str, str, str]]):
@@ -83,7 +58,7 @@ def _syncing(original, records: list[tuple[str, str, str]]):
 
     def sync(fd):
         number = fd if isinstance(fd, int) else fd.fileno()
-        records.append(("sync", _fd_path(number), str(os.fstat(number).st_size)))
+        records.append(("sync", fd_path(number), str(os.fstat(number).st_size)))
         return original(fd)
 
     sync.__name__ = sync.__qualname__ = original.__name__
@@ -95,14 +70,8 @@ def _sync_bindings() -> list[tuple[object, str, object]]:
     """(owner, name, original) for every place the student's code can name a flush function: os's
     and posix's attributes, and each global of a cs336_basics module bound to one of them."""
     places = [(module, function.__name__, function) for module in (os, sys.modules.get("posix")) if module is not None
-              for function in _SYNCS if getattr(module, function.__name__, None) is function]
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == _STUDENT_PACKAGE or name.startswith(_STUDENT_PACKAGE + ".")):
-            continue
-        for attribute, value in list(vars(module).items()):
-            if any(value is function for function in _SYNCS):
-                places.append((module, attribute, value))
-    return places
+              for function in SYNCS if getattr(module, function.__name__, None) is function]
+    return places + student_bindings(SYNCS)
 
 
 @contextmanager
@@ -114,18 +83,8 @@ def recorded_file_operations() -> Iterator[list[tuple[str, str, str]]]:
 
     Raises:
         RuntimeError: a block is already open (blocks do not nest)."""
-    global _recording
-    _install_hook()
     records: list[tuple[str, str, str]] = []
-    with _lock:
-        if _recording is not None:
-            raise RuntimeError("recorded_file_operations() is already open; blocks do not nest")
-        _recording = records
-    try:
-        with ExitStack() as patches:
-            for owner, name, original in _sync_bindings():
-                patches.enter_context(mock.patch.object(owner, name, _syncing(original, records)))
-            yield records
-    finally:
-        with _lock:
-            _recording = None
+    with renames_seen_by(_renames(records)), ExitStack() as patches:
+        for owner, name, original in _sync_bindings():
+            patches.enter_context(mock.patch.object(owner, name, _syncing(original, records)))
+        yield records

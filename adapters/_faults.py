@@ -26,7 +26,6 @@ import errno
 import io
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -34,15 +33,11 @@ from unittest import mock
 
 import torch
 
-_STUDENT_PACKAGE = "cs336_basics"
+from adapters._file_routes import SYNCS, fd_path, renames_seen_by, student_bindings
+
 _OPEN = io.open
 _WRITE = os.write
-_SYNCS = tuple(getattr(os, name) for name in ("fsync", "fdatasync") if hasattr(os, name))
 _SAVE = torch.save
-
-_lock = threading.Lock()
-_hook_installed = False
-_active: FaultPlan | None = None
 
 
 class InjectedFault(OSError):
@@ -76,13 +71,6 @@ class FaultPlan:
         if len(self.steps) - 1 == self.fail_at:
             raise InjectedFault(errno.EIO, f"input/output error (injected by the test into step {self.fail_at}: "
                                            f"{kind} {detail})")
-
-
-def _fd_path(fd: int) -> str:
-    try:
-        return os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:
-        return f"<fd {fd}>"
 
 
 def _in_folder(path: str, folder: str) -> bool:
@@ -120,7 +108,7 @@ def _opening(plan: FaultPlan, folder: str):
         handle = _OPEN(file, mode, *args, **kwargs)
         if not any(flag in mode for flag in "wax+") or "b" not in mode:
             return handle
-        path = _fd_path(file) if isinstance(file, int) else os.path.realpath(os.fsdecode(os.fspath(file)))
+        path = fd_path(file) if isinstance(file, int) else os.path.realpath(os.fsdecode(os.fspath(file)))
         return _CountedFile(handle, plan, path) if _in_folder(path, folder) else handle
 
     return open_
@@ -128,7 +116,7 @@ def _opening(plan: FaultPlan, folder: str):
 
 def _writing(plan: FaultPlan, folder: str):
     def write(fd, data):
-        path = _fd_path(fd)
+        path = fd_path(fd)
         if _in_folder(path, folder):
             plan.step("write", f"(os.write) of {len(memoryview(data).cast('B'))} bytes to {os.path.basename(path)}")
         return _WRITE(fd, data)
@@ -139,7 +127,7 @@ def _writing(plan: FaultPlan, folder: str):
 def _syncing(plan: FaultPlan, original):
     def sync(fd):
         number = fd if isinstance(fd, int) else fd.fileno()
-        plan.step("sync", f"({original.__name__}) of {os.path.basename(_fd_path(number)) or _fd_path(number)}")
+        plan.step("sync", f"({original.__name__}) of {os.path.basename(fd_path(number)) or fd_path(number)}")
         return original(fd)
 
     sync.__name__ = sync.__qualname__ = original.__name__
@@ -158,37 +146,26 @@ def _saving(plan: FaultPlan, folder: str):
     return save
 
 
-def _audit(event: str, args: tuple) -> None:
-    plan = _active
-    if plan is None or event != "os.rename":
-        return
-    src, dst = args[0], args[1]
-    plan.step("rename", f"of {os.path.basename(os.fsdecode(os.fspath(src)))} "
-                        f"onto {os.path.basename(os.fsdecode(os.fspath(dst)))}")
+def _renames(plan: FaultPlan):
+    """A rename listener making each rename a step (a step that raises aborts the rename)."""
 
+    def seen(src, dst, src_dir_fd, dst_dir_fd) -> None:
+        plan.step("rename", f"of {os.path.basename(os.fsdecode(os.fspath(src)))} "
+                            f"onto {os.path.basename(os.fsdecode(os.fspath(dst)))}")
 
-def _install_hook() -> None:
-    global _hook_installed
-    with _lock:
-        if not _hook_installed:
-            sys.addaudithook(_audit)
-            _hook_installed = True
+    return seen
 
 
 def _bindings() -> list[tuple[object, str, object]]:
     """(owner, name, original) for every place that can name a function this module wraps: where the
     standard library and torch define them, and each global of a cs336_basics module bound to one."""
-    originals = (_OPEN, _WRITE, _SAVE, *_SYNCS)
+    originals = (_OPEN, _WRITE, _SAVE, *SYNCS)
     known = [(io, "open"), (builtins, "open"), (torch, "save"), (torch.serialization, "save")]
     known += [(owner, name) for owner in (os, sys.modules.get("posix")) if owner is not None
               for name in ("write", "fsync", "fdatasync")]
     places = [(owner, name, getattr(owner, name)) for owner, name in known
               if any(getattr(owner, name, None) is f for f in originals)]
-    for name, module in list(sys.modules.items()):
-        if module is not None and (name == _STUDENT_PACKAGE or name.startswith(_STUDENT_PACKAGE + ".")):
-            places += [(module, attribute, value) for attribute, value in list(vars(module).items())
-                       if any(value is f for f in originals)]
-    return places
+    return places + student_bindings(originals)
 
 
 def _wrapper(original, plan: FaultPlan, folder: str):
@@ -207,18 +184,9 @@ def injected_faults(folder: str, plan: FaultPlan) -> Iterator[FaultPlan]:
 
     Raises:
         RuntimeError: a block is already open (blocks do not nest)."""
-    global _active
-    _install_hook()
     folder = os.path.realpath(folder)
     with ExitStack() as patches:
         for owner, name, original in _bindings():
             patches.enter_context(mock.patch.object(owner, name, _wrapper(original, plan, folder)))
-        with _lock:
-            if _active is not None:
-                raise RuntimeError("injected_faults() is already open; blocks do not nest")
-            _active = plan
-        try:
+        with renames_seen_by(_renames(plan)):
             yield plan
-        finally:
-            with _lock:
-                _active = None
