@@ -5,14 +5,12 @@ shortage counts no test. Each test names the mistake it catches."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from staff import samples
 from staff.gradescope.container import Container
 from staff.sandbox import memory
 
@@ -61,21 +59,11 @@ def test_under_dockers_v1_layout_the_containers_shortage_counts_nothing(tmp_path
     # where Docker on cgroup v1 mounts the group itself at the mount point: no limit and no kill was seen, so
     # the kernel's kill for the container's memory read as the student's crash (an honest reference: "could
     # not be loaded", 0 points, at import; a test counted as failed in a call).
-    from staff.tests.test_gradescope_container import _GRADE_PROBLEM_1, SQUEEZED_AT
+    from staff.tests.test_gradescope_container import SQUEEZED_AT, graded_in_container, squeezed_reference
 
-    package = samples.reference(tmp_path / "submission")
-    if where == "import":
-        (package / "__init__.py").write_text(f"{_SQUEEZE}\nBALLAST = _squeeze()\n")
-    else:
-        samples.replace_in(package / "dtype_memory.py", "def bytes_per_element(dtype: torch.dtype) -> int:\n",
-                           f"{_SQUEEZE}\nBALLAST = []\n\n\ndef bytes_per_element(dtype: torch.dtype) -> int:\n"
-                           f"    BALLAST.append(_squeeze())\n")
-    with Container(SQUEEZED_AT, None, read_only_cgroups=True, groups_at_mount_root=True) as box:
-        done = box.run([sys.executable, "-c", _GRADE_PROBLEM_1, str(package), str(tmp_path / "results.json")],
-                       capture_output=True, text=True, timeout=900, cwd=REPO)
-        kills = box.oom_kills
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads((tmp_path / "results.json").read_text())
+    package = squeezed_reference(tmp_path, where, _SQUEEZE)
+    results, kills = graded_in_container(tmp_path, package, SQUEEZED_AT, read_only_cgroups=True,
+                                         groups_at_mount_root=True)
     assert kills >= 1, f"nothing was killed at {SQUEEZED_AT >> 20} MiB: {results['output'][:500]}"
     # Which process the kernel kills depends on each one's memory at that moment: where the kill spared every
     # process that decides a score (the import check's child, say), the honest reference keeps every point.

@@ -194,14 +194,29 @@ def _squeeze():
 SQUEEZED_AT = 1152 << 20
 
 
-def _graded_in_container(tmp_path: Path, package: Path, memory_bytes: int) -> dict:
-    with Container(memory_bytes, None) as box:
+def squeezed_reference(tmp_path: Path, where: str, squeeze: str = _SQUEEZE) -> Path:
+    """The reference with `squeeze` (source defining `_squeeze()`) run at import or in Problem 1's first call."""
+    package = samples.reference(tmp_path / "submission")
+    if where == "import":
+        (package / "__init__.py").write_text(f"{squeeze}\nBALLAST = _squeeze()\n")
+    else:
+        samples.replace_in(package / "dtype_memory.py", "def bytes_per_element(dtype: torch.dtype) -> int:\n",
+                           f"{squeeze}\nBALLAST = []\n\n\ndef bytes_per_element(dtype: torch.dtype) -> int:\n"
+                           f"    BALLAST.append(_squeeze())\n")
+    return package
+
+
+def graded_in_container(tmp_path: Path, package: Path, memory_bytes: int, **options) -> tuple[dict, int]:
+    """Problem 1 of `package` graded inside a container of `memory_bytes` (Container's `options`):
+    its results.json and the number of the container's out-of-memory kills."""
+    with Container(memory_bytes, None, **options) as box:
         if box.missing:
             pytest.skip(f"this machine cannot emulate the container: {'; '.join(box.missing)}")
         done = box.run([sys.executable, "-c", _GRADE_PROBLEM_1, str(package), str(tmp_path / "results.json")],
                        capture_output=True, text=True, timeout=900, cwd=samples.REPO_ROOT)
+        kills = box.oom_kills
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads((tmp_path / "results.json").read_text())
+    return json.loads((tmp_path / "results.json").read_text()), kills
 
 
 @pytest.mark.parametrize("where", ["import", "call"])
@@ -209,14 +224,7 @@ def test_the_containers_shortage_ends_the_grade_at_import_and_in_a_call(tmp_path
     # Mistakes (both at release 1.3.1): at import the note was not caught, pytest stopped with an internal
     # error and the reference scored 0, "process ended (exit 3)"; in a call the note was written but no
     # longer read, so the grade counted the test as failed ("container too small"), 292/293.
-    package = samples.reference(tmp_path / "submission")
-    if where == "import":
-        (package / "__init__.py").write_text(f"{_SQUEEZE}\nBALLAST = _squeeze()\n")
-    else:
-        samples.replace_in(package / "dtype_memory.py", "def bytes_per_element(dtype: torch.dtype) -> int:\n",
-                           f"{_SQUEEZE}\nBALLAST = []\n\n\ndef bytes_per_element(dtype: torch.dtype) -> int:\n"
-                           f"    BALLAST.append(_squeeze())\n")
-    results = _graded_in_container(tmp_path, package, SQUEEZED_AT)
+    results, _ = graded_in_container(tmp_path, squeezed_reference(tmp_path, where), SQUEEZED_AT)
     assert results["extra_data"]["outcome"] == "out_of_memory", (results["extra_data"], results["output"][:1500])
     assert results["tests"] == [] and results["score"] == 0
     assert "not your fault" in results["output"] and "no test was counted" in results["output"]
