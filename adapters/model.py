@@ -222,23 +222,25 @@ def run_cruncher(dim: int, num_layers: int, state_dict: dict[str, torch.Tensor],
 @routed
 def run_num_parameters(
     layer_sizes: list[tuple[int, int]], bias: bool, batch_norm: bool = False, frozen: bool = False,
-    tied: bool = False,
+    tied: bool = False, device: str = "cpu",
 ) -> int:
     """The student's parameter count of a torch nn.Sequential of nn.Linear(d_in, d_out, bias=bias)
     layers, followed, with `batch_norm`, by an nn.BatchNorm1d (a weight and a bias per
     feature, and running statistics that are buffers, not parameters). With `frozen`, the first
     layer's parameters have requires_grad=False (still parameters); with `tied`, every layer shares
-    the first layer's weight (all layers must then be the same size), a parameter counted once."""
+    the first layer's weight (all layers must then be the same size), a parameter counted once.
+    `device="meta"` builds the layers on PyTorch's meta device: shapes with no data, so a model of
+    billions of parameters costs no memory (handout/07_model.md §7.3)."""
     from cs336_basics import model
 
-    layers = [torch.nn.Linear(d_in, d_out, bias=bias) for d_in, d_out in layer_sizes]
+    layers = [torch.nn.Linear(d_in, d_out, bias=bias, device=device) for d_in, d_out in layer_sizes]
     if frozen:
         layers[0].requires_grad_(False)
     if tied:
         for layer in layers[1:]:
             layer.weight = layers[0].weight
     if batch_norm:
-        layers.append(torch.nn.BatchNorm1d(layer_sizes[-1][1]))
+        layers.append(torch.nn.BatchNorm1d(layer_sizes[-1][1], device=device))
     return exact_int(model.num_parameters(torch.nn.Sequential(*layers)), "num_parameters")
 
 

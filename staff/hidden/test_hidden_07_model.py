@@ -118,7 +118,7 @@ def test_cruncher_gradients_reach_every_weight():
                      inputs="Cruncher(4, 3), loss = sum of outputs", see=f"{SEE} §7.2")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_num_parameters_counts_frozen_and_shared_parameters_once_each():
     cases = [
         ([(3, 4), (4, 5)], True, dict(frozen=True), 3 * 4 + 4 + 4 * 5 + 5, "the first layer frozen"),
@@ -129,6 +129,25 @@ def test_num_parameters_counts_frozen_and_shared_parameters_once_each():
         check_equal(A.run_num_parameters(sizes, bias, False, **options), expected,
                     what="num_parameters: every parameter, frozen ones too, a shared one once",
                     inputs=f"nn.Sequential of nn.Linear{sizes}, bias={bias}, {what}", see=f"{SEE} §7.3")
+
+
+# Real model sizes, on the meta device (shapes, no data; the handout says so in §7.3). Mistake caught: a count
+# summed as float32 (inexact past 2**24 elements: 8 layers of 4097² hold 134,287,369, odd; GPT-3's 48 MLP
+# blocks about 58 billion), exact on every small model. A count made from the values (nonzero, a copy of the
+# data) fails too: a meta tensor has none.
+REAL_SIZES = [
+    ([(4097, 4097)] * 8 + [(4097, 1)], False, "a Cruncher of dim 4097 and 8 layers, as nn.Linear layers"),
+    ([(12288, 49152), (49152, 12288)] * 48, True, "GPT-3's 48 MLP blocks (12288 -> 49152 -> 12288, with biases)"),
+]
+
+
+@pytest.mark.points(0.5)
+def test_num_parameters_is_exact_at_real_model_sizes():
+    for sizes, bias, what in REAL_SIZES:
+        expected = sum(d_in * d_out + (d_out if bias else 0) for d_in, d_out in sizes)
+        check_equal(A.run_num_parameters(sizes, bias, device="meta"), expected,
+                    what="num_parameters: every element of every parameter, as an exact int",
+                    inputs=f"{what}, on the meta device (shapes, no data)", see=f"{SEE} §7.3")
 
 
 # Problems 8, 10 and 11 use your Linear and Cruncher together (staff/hidden/uses.toml): AdaGrad finds the
