@@ -124,8 +124,10 @@ def test_the_largest_losses_table_names_the_chaff_and_marks_over_half():
 
     small = Outcome("p09-chaff-small", CHAFF, 9, earned={9: 27.0, 11: 18.0}, possible={9: 28.0, 11: 20.0})
     large = Outcome("p09-chaff-large", CHAFF, 9, earned={9: 10.0, 11: 20.0}, possible={9: 28.0, 11: 20.0})
-    table = "\n".join(largest_losses([small, large]))
-    assert "| 9. Memmap data loader | 28 | 18 (`large`) **over half** | 2 (`small`) |" in table, table
+    missed = Outcome("p09-chaff-missed", CHAFF, 9, earned={9: 28.0, 11: 19.0}, possible={9: 28.0, 11: 20.0})
+    table = "\n".join(largest_losses([small, large, missed]))
+    # Mistake caught: a share counting a chaff that lost points only outside its problem as caught.
+    assert "| 9. Memmap data loader | 28 | 2 of 3 (67%) | 18 (`large`) **over half** | 2 (`small`) |" in table, table
     assert "20/20       18     0   ok" in "\n".join(matrix([large]))
 
 

@@ -191,9 +191,11 @@ def matrix(outcomes: list[Outcome]) -> list[str]:
 
 
 def largest_losses(outcomes: list[Outcome]) -> list[str]:
-    """Per problem, the most points one chaff of it lost on the problem itself and on all the others
+    """Per problem, the share of its chaff that lost points on the problem itself (caught by the
+    problem's own tests), the most points one chaff lost on the problem itself and on all the others
     together, which chaff, and a mark where either is more than half the problem: a markdown table."""
-    lines = ["| problem | points | largest loss inside | largest loss outside |", "|---|---:|---|---|"]
+    lines = ["| problem | points | caught by its own tests | largest loss inside | largest loss outside |",
+             "|---|---:|---|---|---|"]
     for number, problem in PROBLEMS.items():
         mine = [o for o in outcomes if o.kind == CHAFF and o.problem == number and number in o.possible]
         if not mine:
@@ -206,7 +208,9 @@ def largest_losses(outcomes: list[Outcome]) -> list[str]:
 
         inside = max(mine, key=points_lost_inside)
         outside = max(mine, key=lambda o: sum(points_lost_outside(o).values()))
-        lines.append(f"| {number}. {problem.title} | {possible:g} | {cell(inside, points_lost_inside(inside))} | "
+        caught = sum(points_lost_inside(o) > 0 for o in mine)
+        lines.append(f"| {number}. {problem.title} | {possible:g} | {caught} of {len(mine)} "
+                     f"({100 * caught / len(mine):.0f}%) | {cell(inside, points_lost_inside(inside))} | "
                      f"{cell(outside, sum(points_lost_outside(outside).values()))} |")
     return lines
 
