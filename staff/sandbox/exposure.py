@@ -54,7 +54,7 @@ def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi
 
             no_free_uid = worker_uids().reason
         if no_free_uid is None:
-            return []  # a uid of its own; as root a GPU grade also hides the checkout and the homes (confine.hide)
+            return []  # a uid of its own; as root the worker also has the checkout and the homes hidden (confine.hide)
     if landlock_abi is None:
         from staff.sandbox.landlock_rules import landlock_abi as probe
 
