@@ -40,6 +40,7 @@ _DTYPES = {name: value for name, value in vars(torch).items() if isinstance(valu
 _NUMPY_SCALARS = {np.dtype(t).type for t in "?bBhHiIlLqQefdgFD"}
 _ARRAY_KINDS = "biufc"  # bool, ints, unsigned ints, floats, complex: no objects, strings or records
 MAX_DEPTH = 64
+MAX_SAME_HASH = 64  # distinct keys of one dict that share a hash (ints and floats: n * (2**61 - 1) all hash to 0)
 MAX_VIEW_BYTES = 64 << 20  # what a tensor's shape may claim beyond the bytes of its storage
 
 
@@ -174,10 +175,16 @@ class _Decoder:
             return tuple(self.value(v, depth + 1) for v in payload)
         if tag == DICT:
             _expect(type(payload) is list, "dict payload")
-            out = {}
+            out, same = {}, {}
             for pair in payload:
                 _expect(type(pair) is list and len(pair) == 2 and type(pair[0]) in _SCALARS, "dict item")
                 key = clean_text(pair[0]) if type(pair[0]) is str else pair[0]
+                if type(key) is not str and key not in out:  # a str's hash is keyed; a number's is not
+                    digest = hash(key)
+                    same[digest] = same.get(digest, 0) + 1
+                    _expect(same[digest] <= MAX_SAME_HASH,
+                            f"a dict of which more than {MAX_SAME_HASH} keys share a hash (each insertion compares "
+                            "the key with every earlier one: building it takes time quadratic in their number)")
                 out[key] = self.value(pair[1], depth + 1)
             return out
         if tag == BYTES:

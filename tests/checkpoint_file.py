@@ -275,8 +275,7 @@ class _Scan:
             if not (isinstance(inner, Global) and inner.name in TENSOR_REBUILDS):
                 raise Refused("a checkpoint whose pickle rebuilds a tensor subclass through another call",
                               f"tensors rebuilt by torch's own functions ({', '.join(sorted(TENSOR_REBUILDS))})")
-        if name in ("builtins.set", "collections.Counter") and arguments.items and arguments.items[0].kind == "list":
-            self.add_keys(_Value("set"), arguments.items[0].items or [])
+        self.keys_of_call(name, parts)
         kind = ("tensor" if name in TENSOR_REBUILDS or name == "torch._tensor._rebuild_from_type_v2"
                 else "dict" if name in ("collections.OrderedDict", "collections.Counter")
                 else "set" if name == "builtins.set" else "bytes" if name == "_codecs.encode" else "object")
@@ -288,6 +287,23 @@ class _Scan:
         elif name == "builtins.complex" and given and all(isinstance(g, (int, float)) for g in given):
             value = complex(*given)
         return self.made_of(kind, [function, arguments], value)
+
+    def keys_of_call(self, name: str | None, parts: list[_Value]) -> None:
+        """The keys a set, Counter or OrderedDict call builds from its argument (a list or a tuple: pickle
+        writes a list, a hostile file may give either), checked as SETITEMS' are: a set's members, a
+        Counter's elements, an OrderedDict's pairs' first items (each argument a pair)."""
+        if name not in ("builtins.set", "collections.Counter", "collections.OrderedDict") or not parts:
+            return
+        given = parts[0]
+        if given.kind not in ("list", "tuple"):
+            return  # a dict (built and checked by SETITEMS), or nothing iterable: torch.load refuses it
+        members = given.items or []
+        if name == "collections.OrderedDict":
+            if not all(pair.kind == "tuple" and len(pair.items or []) == 2 for pair in members):
+                raise Refused("a checkpoint whose pickle builds an OrderedDict from something else than pairs",
+                              "an OrderedDict filled by SETITEMS, as torch.save writes it")
+            members = [pair.items[0] for pair in members]
+        self.add_keys(_Value("set"), members)
 
     def storage(self, pid: _Value) -> _Value:
         """BINPERSID: ('storage', torch.<X>Storage, key, location, numel), whose bytes must be those of the

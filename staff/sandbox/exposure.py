@@ -54,7 +54,7 @@ def open_to_the_worker(settings: Settings, euid: int | None = None, landlock_abi
 
             no_free_uid = worker_uids().reason
         if no_free_uid is None:
-            return []  # a uid of its own; as root a GPU grade also hides the checkout and the homes (confine.hide)
+            return []  # a uid of its own; as root the worker also has the checkout and the homes hidden (confine.hide)
     if landlock_abi is None:
         from staff.sandbox.landlock_rules import landlock_abi as probe
 
@@ -87,8 +87,8 @@ def refusal(settings: Settings, euid: int | None = None, landlock_abi: int | Non
     if not opened or settings.allow_open_grader:
         return None
     return ("refusing to run student code with the grading user's own things open to it: "
-            + "; ".join(opened) + ". Grade as root (sudo), where the worker gets a user of its own and, in a GPU "
-            "grade, a mount namespace that also hides the checkout and the home folders; or pass --allow-open-grader "
+            + "; ".join(opened) + ". Grade as root (sudo), where the worker gets a user of its own and a mount "
+            "namespace that also hides the checkout and the home folders; or pass --allow-open-grader "
             "if you accept that a hostile submission may read or change those files and signal those processes "
             "(grade on a machine or account that holds nothing else)")
 

@@ -61,8 +61,8 @@ SYSTEM_TOP = ("usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "p
 
 
 def hidden_from_the_worker(repo: Path, scratch: Path, private_tmp: bool) -> list[str]:
-    """The folders a GPU grade's worker must not see, as root, beside what Landlock keeps from it (a
-    second cover, in case Landlock is missing or was turned off): the checkout (the reference
+    """The folders a worker must not see, as root (every grade's, a GPU grade's included), beside what
+    Landlock keeps from it (a second cover, in case Landlock is missing or was turned off): the checkout (the reference
     solution, the hidden tests, the trusted tests and conftest files), the grade's scratch folder (the
     grader's copy of them), the home and runtime folders of whoever grades, every folder of / but the
     system's (SYSTEM_TOP: other copies of the checkout, other users' files), and the folders every user
@@ -222,7 +222,10 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
         uid=uid, gid=uid, threads=settings.torch_threads(jobs), protections=settings.protections,
         cuda=settings.cuda_confined, cuda_start=preflight,
-        hide=hidden_from_the_worker(repo, scratch, settings.tmpfs) if settings.cuda_confined else [],
+        # as root, every grade's: with Landlock off or missing (a cluster node's older kernel), the worker's own uid
+        # still read the world-readable checkout (a stub scored full marks with the reference's modules)
+        hide=hidden_from_the_worker(repo, scratch, settings.tmpfs) if settings.cuda_confined or os.geteuid() == 0
+        else [],
         limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))
     path = grader / "sandbox.json"
     plugin_settings.write(plugin_settings.PluginSettings(

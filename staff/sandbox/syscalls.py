@@ -84,7 +84,8 @@ CHECKED: dict[str, str] = {
     # Measured as an ordinary user (no memory group), 508 pairs at the open-file limit of 1024: 226 MiB
     # queued at the default buffer sizes, 7,973 MiB with each buffer raised to the kernel's wmem_max.
     "setsockopt": "not SO_SNDBUF, SO_RCVBUF or their FORCE forms: socket buffers are kernel memory no address-space "
-                  "limit counts, so their size stays the default and the open-file limit bounds their sum",
+                  "limit counts, so their size stays the default and the open-file limit bounds what each process "
+                  "holds (the sum over forked processes: the worker's memory group, where it has one)",
     "clone": "no CLONE_NEW* flag: a new user namespace would give the worker every capability inside it",
     "ioctl": "not TIOCSTI or TIOCLINUX (typing into a terminal); the rest acts on a descriptor it holds",
     "fcntl": "no record lock, lease or dnotify: a lock on a file of the shared environment is seen by every "

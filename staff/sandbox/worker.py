@@ -36,7 +36,7 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     limits = config["limits"]
     if os.getpid() == 1:  # the init of a new PID namespace, before anything else takes the right to mount
         status["own /proc"] = confine.own_proc()
-    if os.geteuid() == 0 and config.get("hide"):  # a GPU grade's second cover of the grader's files
+    if os.geteuid() == 0 and config.get("hide"):  # as root, a second cover of the grader's files beside Landlock
         status["grader's files hidden"] = confine.hide(
             config["hide"], [config["code"], config["folder"], config["shared"], *config["read_only"],
                              *config["devices"]])

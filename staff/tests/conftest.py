@@ -168,7 +168,8 @@ def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -
 ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], "forge-grading-report": [()],
                   "daemons-that-outlive-the-grade": [()], "survive-the-deadline": [(), ("namespaces",)],
                   "reach-the-tas-session": [()], "grow-socket-buffers": [()],
-                  "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()]}
+                  "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()],
+                  "signal-and-open-other-processes": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 
