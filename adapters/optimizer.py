@@ -97,22 +97,24 @@ def _torch_adagrad_watch() -> Iterator[list[str]]:
 
 
 @routed
-def run_adagrad_step_with_closure(param: torch.Tensor, grad: torch.Tensor, loss: float) -> dict:
-    """One AdaGrad step given a closure that returns `loss`: {"returned": what step() returned,
-    "closure_calls": how often the closure ran, "grad_enabled": torch.is_grad_enabled() inside each
-    call of the closure, "param": the parameter afterwards}."""
+def run_adagrad_step_with_closure(param: torch.Tensor, grad: torch.Tensor, loss: float | torch.Tensor) -> dict:
+    """One AdaGrad step given a closure that returns `loss` (a float, or a tensor as a real closure's
+    loss is): {"returned": what step() returned, "returned_is_the_loss": whether that is the very
+    object the closure returned, "closure_calls": how often the closure ran, "grad_enabled":
+    torch.is_grad_enabled() inside each call of the closure, "param": the parameter afterwards}."""
     from cs336_basics import optimizer
 
     tensor = torch.nn.Parameter(param.detach().clone())
     tensor.grad = grad.detach().clone()
     calls = []
 
-    def closure() -> float:
+    def closure() -> float | torch.Tensor:
         calls.append(torch.is_grad_enabled())
         return loss
 
     returned = optimizer.AdaGrad([tensor], lr=0.1).step(closure)
-    return {"returned": returned, "closure_calls": len(calls), "grad_enabled": calls, "param": tensor.detach().clone()}
+    return {"returned": returned, "returned_is_the_loss": returned is loss, "closure_calls": len(calls),
+            "grad_enabled": calls, "param": tensor.detach().clone()}
 
 
 @routed

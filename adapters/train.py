@@ -90,6 +90,8 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
 
     Returns:
         {"losses": the losses train returned, as floats,
+         "loss_types": the type name of each loss train returned, as it returned it ("float" for a
+             Python float, "Tensor" for a tensor),
          "parameters": the model's state_dict() afterwards (copied),
          "optimizer_state": the tensors of each parameter's optimizer state, {index: {key: tensor}},
          "gradients_left": names of parameters whose .grad is not None after train returned,
@@ -114,6 +116,7 @@ def run_train(data_path: str, config: dict, checkpoint_dir: str | None = None, r
              for index, s in optimizer.state_dict()["state"].items()}
     return {
         "losses": [float(loss) for loss in result.losses],
+        "loss_types": [type(loss).__name__ for loss in result.losses],
         "parameters": {name: value.detach().clone() for name, value in model.state_dict().items()},
         "optimizer_state": state,
         "gradients_left": [name for name, p in model.named_parameters() if p.grad is not None],

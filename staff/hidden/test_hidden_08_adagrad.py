@@ -124,12 +124,24 @@ def test_training_step_flops_is_exact():
                     inputs=f"batch_size={B}, num_parameters={P}", see=f"{SEE} §8.3")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_adagrad_closure_runs_with_gradients_enabled():
     got = A.run_adagrad_step_with_closure(torch.tensor([1.0, -2.0]), torch.tensor([0.5, 0.5]), 1.5)
     check_equal(got["grad_enabled"], [True], inputs="AdaGrad([p], lr=0.1).step(closure)", see=f"{SEE} §8.2",
                 what="torch.is_grad_enabled() inside the closure, per call (a closure runs forward and backward, "
                      "so step must call it under torch.enable_grad())")
+
+
+@pytest.mark.points(0.5)
+def test_adagrad_step_returns_the_closures_loss_tensor_itself():
+    # Catches a step that converts what the closure returned (float(closure()), closure().item()): a
+    # real closure returns the loss as a tensor, and step must hand back what it returned, unchanged.
+    loss = torch.tensor(0.75, dtype=torch.float64)
+    got = A.run_adagrad_step_with_closure(torch.tensor([1.0, -2.0]), torch.tensor([0.5, 0.5]), loss)
+    returned = got["returned"]
+    check_equal((type(returned).__name__, got["returned_is_the_loss"]), ("Tensor", True), see=f"{SEE} §8.2",
+                inputs="AdaGrad([p], lr=0.1).step(closure), the closure returning the 0-d float64 tensor 0.75",
+                what="(the type of what step returned, whether it is the very tensor the closure returned)")
 
 
 @pytest.mark.points(1)

@@ -137,7 +137,14 @@ def test_mixed_precision_reports_the_float32_loss(tmp_path):
         with torch.no_grad(), torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             prediction = model(batch["x"])
         expected = (prediction.float() - batch["y"]).square().mean().item()
-        got = A.run_train(data, config, batches=batches)["losses"][0]
+        run = A.run_train(data, config, batches=batches)
+        # Also catches losses kept as tensors (losses.append(loss), or loss.detach()): the adapter reads
+        # them as floats, but a kept loss tensor holds its step's graph (or at least a tensor) alive, and
+        # §11.2 and the docstring ask for one Python float per step, loss.item().
+        check_equal(run["loss_types"], ["float"], what="the type of each loss train returned (a Python float, "
+                    "loss.item(): a tensor kept in the list keeps its step's memory alive)",
+                    inputs=f"{described(config)}, {STAND_INS}", see=f"{SEE} §11.2")
+        got = run["losses"][0]
         assert math.isclose(got, expected, rel_tol=1e-5), explain(
             "the first loss of a mixed-precision run: mean((prediction.float() - y) ** 2) in float32, over step 0's "
             "batch, the forward under torch.autocast(bfloat16) (this test assumes a 0-step run with the same seed "
