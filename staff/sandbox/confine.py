@@ -208,8 +208,9 @@ def hide(folders: list[str], keep: list[str]) -> str:
     """In a mount namespace of this process's own, cover each of `folders` with an empty read-only
     tmpfs, binding back the paths of `keep` that lie below it (the Python environment, the worker's
     code and folders): the rest of each folder is out of this process's sight whatever its files'
-    modes. A GPU grade's second cover of the checkout, the grader's files and the home folders,
-    beside Landlock (`staff gpu-check` tries it alone with CUDA). Needs root."""
+    modes. As root, every grade's second cover of the checkout, the grader's files and the home
+    folders, beside Landlock (`staff gpu-check` tries it alone with CUDA). Needs root and a mount
+    namespace (Docker's default seccomp refuses one: the status then says so, and Landlock alone holds)."""
     if libc is None:
         return off("Linux only")
     status = _private_mounts()
