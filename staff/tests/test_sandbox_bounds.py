@@ -61,6 +61,17 @@ def test_a_tensor_claiming_far_more_than_its_storage_is_refused():
         _codec.decode(header, [bytearray(4)])
 
 
+def test_a_reply_dict_of_keys_sharing_one_hash_is_refused():
+    # Mistake caught: rebuilding a reply's dict as sent. Int keys n * (2**61 - 1) all hash to 0, and each
+    # insertion compares the key with every earlier one: 250,000 of them cost the test process minutes.
+    colliding = [[n * (2**61 - 1), 0] for n in range(1, _codec.MAX_SAME_HASH + 2)]
+    with pytest.raises(_codec.CodecError, match="share a hash"):
+        _codec.decode(json.dumps({"{": colliding}), [])
+    # The limit must not refuse honest dicts: as many colliding keys as allowed, and many distinct ints.
+    assert len(_codec.decode(json.dumps({"{": colliding[:-1]}), [])) == _codec.MAX_SAME_HASH
+    assert len(_codec.decode(json.dumps({"{": [[n, n] for n in range(10_000)]}), [])) == 10_000
+
+
 def test_a_small_broadcast_view_still_crosses():
     # The bound must not refuse what students honestly return: expand() views of modest size.
     x = torch.arange(4.0).expand(1000, 4)
