@@ -178,6 +178,20 @@ def test_dict_keys_that_share_a_hash_are_refused_before_loading(tmp_path, no_loa
     assert "share a hash" in message, message
 
 
+@pytest.mark.parametrize("call", ["OrderedDict of pairs", "set of a tuple"])
+def test_keys_a_call_builds_from_its_argument_are_checked_too(tmp_path, no_load, call):
+    # Catches a scan that checks only the keys SETITEMS adds and the list a set is given: the keys of
+    # collections.OrderedDict([(k, 0), ...]) and of builtins.set((k, ...)) reach the container as the
+    # call's argument (20,000 colliding keys took 9.9 s inside torch.load).
+    keys = [b"\x8a\x10" + (k * (2**61 - 1) + 1).to_bytes(16, "little") for k in range(1, 200)]
+    if call == "OrderedDict of pairs":
+        body = b"ccollections\nOrderedDict\n](" + b"".join(key + b"K\x00\x86" for key in keys) + b"e\x85R"
+    else:
+        body = b"c__builtin__\nset\n(" + b"".join(keys) + b"t\x85R"
+    message = refusal(tmp_path, archive(PROTOCOL + body + b"."))
+    assert "share a hash" in message, message
+
+
 def test_sizes_declared_beyond_the_file_are_refused_before_loading(tmp_path, no_load, monkeypatch):
     # Catches a scan that trusts declared sizes: a string of 4 GB in a file of 400 bytes, a storage
     # of 4 GB over a record of 16 bytes, a zip entry past the file's end, more zip entries than the
