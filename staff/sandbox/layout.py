@@ -32,7 +32,7 @@ from pathlib import Path
 from staff.sandbox import confine, cuda_files, cuda_preflight, plugin_settings
 from staff.sandbox.settings import Settings
 from staff.sandbox.uids import worker_uids
-from staff.sandbox.worker_config import Limits, WorkerConfig, site_packages
+from staff.sandbox.worker_config import Limits, WorkerConfig, processes_for, site_packages
 
 PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it (the staff's one name for it)
 WORKER_FILES = ("worker.py", "frames.py", "confine.py", "user_limits.py", "landlock_rules.py", "syscall_filter.py",
@@ -216,17 +216,19 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
     _for_the_worker_alone(code, uid)
     packages = site_packages()
     preflight = (cuda_preflight_stand_in or cuda_preflight.DEVICE) if settings.gpu else ""
+    threads = settings.torch_threads(jobs)
     config = WorkerConfig(
         code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
         read_only=worker_read_only(packages, settings.cuda_confined), devices=worker_devices(),
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
-        uid=uid, gid=uid, threads=settings.torch_threads(jobs), protections=settings.protections,
+        uid=uid, gid=uid, threads=threads, protections=settings.protections,
         cuda=settings.cuda_confined, cuda_start=preflight,
         # as root, every grade's: with Landlock off or missing (a cluster node's older kernel), the worker's own uid
         # still read the world-readable checkout (a stub scored full marks with the reference's modules)
         hide=hidden_from_the_worker(repo, scratch, settings.tmpfs) if settings.cuda_confined or os.geteuid() == 0
         else [],
-        limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes()))
+        limits=Limits(memory_bytes=settings.memory_bytes(), disk_bytes=settings.disk_bytes(),
+                      processes=processes_for(threads)))
     path = grader / "sandbox.json"
     plugin_settings.write(plugin_settings.PluginSettings(
         worker=config, launch_config=str(grader / "launch.json"), startup_timeout_s=settings.startup_timeout_s,

@@ -80,7 +80,10 @@ CHECKED: dict[str, str] = {
     "socket": "refused for every family (EAFNOSUPPORT): path, abstract, netlink, vsock, packet, internet; while a "
               "GPU grade's child starts CUDA, AF_UNIX is allowed (the driver connects to its daemons), and refused "
               "again before any student code runs",
-    "socketpair": "AF_UNIX stream or seqpacket only: a datagram pair could send to any named socket by address",
+    "socketpair": "refused (EPERM): a pair's buffers are kernel memory only a memory group counts, and forked "
+                  "children each fill pairs up to their own open-file limit (4.51 GiB held as an ordinary user); "
+                  "while a GPU grade's child starts CUDA, AF_UNIX pairs are allowed, and refused again before any "
+                  "student code runs",
     # Measured as an ordinary user (no memory group), 508 pairs at the open-file limit of 1024: 226 MiB
     # queued at the default buffer sizes, 7,973 MiB with each buffer raised to the kernel's wmem_max.
     "setsockopt": "not SO_SNDBUF, SO_RCVBUF or their FORCE forms: socket buffers are kernel memory no address-space "

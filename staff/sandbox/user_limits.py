@@ -86,14 +86,50 @@ def drop_capabilities() -> str:
     return ON
 
 
+def counted_apart() -> bool:
+    """Whether RLIMIT_NPROC counts this process's tasks apart from the rest of its uid's: in a user
+    namespace of its own, from Linux 5.14 on. Elsewhere (the machine's first user namespace, or an
+    older kernel) it counts every task of the real uid, the grader's and the TA's shell's included."""
+    try:
+        with open("/proc/self/uid_map") as handle:
+            first = handle.readline().split()
+    except OSError:
+        return False
+    if first == ["0", "0", "4294967295"]:
+        return False
+    release = os.uname().release.split(".")
+    try:
+        return (int(release[0]), int(release[1].split("-")[0])) >= (5, 14)
+    except (IndexError, ValueError):
+        return False
+
+
+def tasks_of(uid: int) -> int:
+    """The processes and threads /proc shows whose real uid is `uid`, but this process's own."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue  # gone meanwhile
+    return count
+
+
 def set_limits(memory_bytes: int | None, cpu_seconds: int, file_bytes: int, processes: int, open_files: int) -> str:
-    """Resource limits for this process and its children; None leaves memory unlimited."""
+    """Resource limits for this process and its children; None leaves memory unlimited. `processes`
+    is the worker's own: where the kernel counts every task of the uid (see `counted_apart`), those
+    the uid runs now are added, so that a TA's shell does not use up the worker's share."""
     wanted = [(resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_FSIZE, file_bytes),
               (resource.RLIMIT_NOFILE, open_files), (resource.RLIMIT_CORE, 0)]
     if memory_bytes is not None:
         wanted.append((resource.RLIMIT_AS, memory_bytes))
     if hasattr(resource, "RLIMIT_NPROC"):
-        wanted.append((resource.RLIMIT_NPROC, processes))
+        wanted.append((resource.RLIMIT_NPROC, processes + (0 if counted_apart() else tasks_of(os.getuid()))))
     failed = []
     for kind, value in wanted:
         try:

@@ -17,16 +17,28 @@ from staff.sandbox.protections import Protections
 class Limits:
     """What one worker may use. Memory is address space in bytes (None: unlimited, needed for CUDA,
     whose driver maps far more address space than it uses); CPU time in seconds over the worker's
-    life; file size in bytes; processes counts the user's processes and threads; disk is what its
-    folders (its own, the tests', and its private /tmp) may hold in all, in bytes and entries."""
+    life; file size in bytes; processes counts the worker's processes and threads (beside its torch
+    threads: see `processes_for`); disk is what its folders (its own, the tests', and its private
+    /tmp) may hold in all, in bytes and entries.
+
+    Processes times open files bounds the kernel memory that no address-space limit counts and that,
+    where the worker has no memory group (an ordinary user, Docker), nothing else does: a pipe keeps
+    its buffer while one end is open, and past the user's 64 MiB (fs.pipe-user-pages-soft) each new
+    pipe holds 8 KiB. At 130 processes of 256 files that is about 64 + 260 MiB; at 512 and 1,024 it
+    was 4 GiB. The reference's whole grade ran in 40 processes and threads of 64 files."""
 
     memory_bytes: int | None = int(settings.MEMORY_GIB * 2**30)
     cpu_seconds: int = 1800
     file_bytes: int = 1 << 30
-    processes: int = 512
-    open_files: int = 1024
+    processes: int = 128
+    open_files: int = 256
     disk_bytes: int = int(settings.default("disk_gib") * 2**30)
     disk_files: int = 20_000
+
+
+def processes_for(threads: int) -> int:
+    """The worker's process limit when its torch uses `threads` threads (each counts as a process)."""
+    return Limits.processes + threads
 
 
 @dataclass

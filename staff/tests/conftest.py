@@ -137,7 +137,7 @@ def graded(tmp_path_factory) -> Graded:
         if chosen and case.folder.name not in chosen:
             continue  # a run of a few cases while working on them; the plain samples are always graded
         if case.requires == "separate user" and os.geteuid() != 0:
-            continue  # a fork bomb is bounded only where the worker runs as a user of its own
+            continue  # root's processes have no process limit: here a fork bomb needs a worker user of its own
         (work / case.name).mkdir()
         upload = build(case, work / case.name, names)
         _assert_looks_where_planted(case, upload, names)
@@ -164,12 +164,15 @@ def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -
 
 # Graded as an ordinary user (a TA's laptop): each with every protection on; the run-limit case
 # without the namespaces too (as under Docker), whose survivors only the keeper can end, and the calls on
-# other processes, which only there see the TA's own processes.
+# other processes, which only there see the TA's own processes, and the pipes of many processes, whose
+# process limit only there counts every task of the uid.
 ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], "forge-grading-report": [()],
                   "daemons-that-outlive-the-grade": [()], "survive-the-deadline": [(), ("namespaces",)],
                   "reach-the-tas-session": [()], "grow-socket-buffers": [()],
                   "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()],
-                  "signal-and-open-other-processes": [(), ("namespaces",)]}
+                  "signal-and-open-other-processes": [(), ("namespaces",)],
+                  "socket-buffers-in-many-processes": [()], "pipe-buffers-in-many-processes": [(), ("namespaces",)],
+                  "fork-bomb": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 
