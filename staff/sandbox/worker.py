@@ -198,6 +198,7 @@ def import_torch(threads: int) -> None:
     import torch._dynamo  # noqa: F401 - any optimizer's first use imports it (about 2 s): once here, for every child
 
     torch.set_num_threads(threads)
+    torch.set_num_interop_threads(threads)  # else as many as the machine's cores, past the process limit
     from adapters import _codec, _durability, _instrument  # noqa: F401 - imported once here, not in a test's time
 
 

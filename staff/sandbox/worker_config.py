@@ -21,24 +21,27 @@ class Limits:
     threads: see `processes_for`); disk is what its folders (its own, the tests', and its private
     /tmp) may hold in all, in bytes and entries.
 
-    Processes times open files bounds the kernel memory that no address-space limit counts and that,
-    where the worker has no memory group (an ordinary user, Docker), nothing else does: a pipe keeps
-    its buffer while one end is open, and past the user's 64 MiB (fs.pipe-user-pages-soft) each new
-    pipe holds 8 KiB. At 130 processes of 256 files that is about 64 + 260 MiB; at 512 and 1,024 it
-    was 4 GiB. The reference's whole grade ran in 40 processes and threads of 64 files."""
+    The process limit bounds the kernel memory that no address-space limit counts and that, where the
+    worker has no memory group (an ordinary user, Docker), nothing else does: a pipe keeps its buffer
+    while one end is open, and past the user's 64 MiB (fs.pipe-user-pages-soft) each new pipe holds
+    8 KiB, so pipes hold at most 64 MiB + processes x open files x 8 KiB; a process's page tables are
+    at most its address-space limit / 512 (reading one byte every 2 MiB of a mapping costs a page-table
+    page and no memory). The reference's whole grade ran with a limit of 14 processes and threads and
+    64 open files."""
 
     memory_bytes: int | None = int(settings.MEMORY_GIB * 2**30)
     cpu_seconds: int = 1800
     file_bytes: int = 1 << 30
-    processes: int = 128
+    processes: int = 32
     open_files: int = 256
     disk_bytes: int = int(settings.default("disk_gib") * 2**30)
     disk_files: int = 20_000
 
 
 def processes_for(threads: int) -> int:
-    """The worker's process limit when its torch uses `threads` threads (each counts as a process)."""
-    return Limits.processes + threads
+    """The worker's process limit when its torch uses `threads` threads for each of its two pools
+    (intra-op and inter-op; each thread counts as a process)."""
+    return Limits.processes + 2 * threads
 
 
 @dataclass

@@ -172,7 +172,7 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()],
                   "signal-and-open-other-processes": [(), ("namespaces",)],
                   "socket-buffers-in-many-processes": [()], "pipe-buffers-in-many-processes": [(), ("namespaces",)],
-                  "fork-bomb": [()]}
+                  "fork-bomb": [()], "page-tables-in-many-processes": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -53,10 +53,12 @@ def hold_kernel_memory(cap=CAP):
             if pid == 0:
                 os.close(reader)
                 try:
-                    os.write(writer, struct.pack("<Q", _fill_pipes()))
-                finally:
-                    while True:
-                        time.sleep(60)
+                    held = _fill_pipes()
+                except BaseException:  # noqa: BLE001 - the parent must hear from every child
+                    held = 0
+                os.write(writer, struct.pack("<Q", held))
+                while True:
+                    time.sleep(60)
             children.append(pid)
             got = os.read(reader, 8)
             if len(got) < 8:
