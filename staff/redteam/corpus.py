@@ -136,9 +136,10 @@ def load_cases() -> list[Case]:
         if not set(case.lose) <= set(case.honest) <= set(MODULES):
             raise ValueError(f"{folder / 'case.toml'}: 'honest' must be problems of {sorted(MODULES)} (or \"all\"), "
                              f"and 'lose' some of them")
+        # "*" is in every function, so any problem graded runs it; a named module must be graded
         attacked = {number for number, module in MODULES.items()
-                    if any(name.split(".")[0] in (module, "*") for name in case.attack_in)}
-        if not (set(case.honest) | attacked) <= set(case.graded) <= set(MODULES):
+                    if any(name.split(".")[0] == module for name in case.attack_in)}
+        if not (set(case.honest) | attacked) <= set(case.graded) <= set(MODULES) or not case.graded:
             raise ValueError(f"{folder / 'case.toml'}: 'graded' must be problems of {sorted(MODULES)} (or \"all\") "
                              f"holding every honest problem and every problem its attack is in "
                              f"({sorted(set(case.honest) | attacked)})")
