@@ -41,7 +41,10 @@ def _checkpoint():
 
 
 def attack(args):
-    """Write the file as an honest save_checkpoint does (atomically and durably), so the tests read it."""
+    """save_checkpoint: write the file as an honest one does (atomically and durably), so the tests read
+    it. load_checkpoint: refuse at once (reading its own file would only spend its own tests' time)."""
+    if "src" in args:
+        raise ValueError("this submission does not read back what it writes")
     data = _checkpoint()
     out = args["out"]
     if not isinstance(out, (str, os.PathLike)):
