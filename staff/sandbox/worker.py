@@ -159,14 +159,33 @@ def _student_traceback(error: BaseException) -> str:
     return "".join(traceback.format_exception(type(error), error, trace))
 
 
-def _end_children(child: int | None, init: bool) -> tuple[int | None, int]:
+PR_SET_CHILD_SUBREAPER = 36
+KILL_ROUNDS = 64  # each round kills the children of those the last one killed: deeper than the process limit
+
+
+def _own_children() -> list[int]:
+    """This process's living and dead-but-unreaped children, as /proc lists them ([] where it cannot)."""
+    pids: list[int] = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as handle:
+                pids += [int(pid) for pid in handle.read().split()]
+    except (OSError, ValueError):
+        pass
+    return pids
+
+
+def _end_children(child: int | None, init: bool, baseline_kib: int = 0) -> tuple[int | None, int]:
     """Kill the serving child and everything it started: every process of the namespace when this
-    process is its init, else the child's process group; then reap them. How the child ended, as a
-    shell-style exit code (128 + signal), or None when there was none; and its peak resident memory
-    in KiB (0 when unknown)."""
+    process is its init, else the child's process group and every process that became this one's
+    child (it is their subreaper: see `zygote`), round after round; then reap them. How the child
+    ended, as a shell-style exit code (128 + signal), or None when there was none; and the memory the
+    student's code held in KiB: the child's peak resident memory, plus each other process's peak over
+    `baseline_kib` (the zygote's own, which every fork starts by sharing), so that memory held in
+    forked children counts when a kill for memory is judged (0 when unknown)."""
     if child is None:
         return None, 0
-    peak_kib = 0
+    peak_kib, others_kib = 0, 0
     try:
         done, status, usage = os.wait4(child, os.WNOHANG)  # a child that already died says how
         peak_kib = usage.ru_maxrss if done else 0
@@ -183,11 +202,36 @@ def _end_children(child: int | None, init: bool) -> tuple[int | None, int]:
         if not done:
             _, status, usage = os.wait4(child, 0)
             peak_kib = usage.ru_maxrss
-        while os.waitpid(-1, 0 if init else os.WNOHANG)[0]:
-            pass
     except ChildProcessError:
         pass
-    return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)), peak_kib
+
+    def reaped(pid: int, flags: int) -> bool:
+        nonlocal others_kib
+        try:
+            found, _, usage = os.wait4(pid, flags)
+        except ChildProcessError:
+            return False
+        others_kib += max(usage.ru_maxrss - baseline_kib, 0) if found else 0
+        return bool(found)
+
+    if init:  # everything in the namespace was killed, and what it leaves comes here
+        while reaped(-1, 0):
+            pass
+    else:
+        for _ in range(KILL_ROUNDS):
+            pids = _own_children()
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            for pid in pids:
+                reaped(pid, 0)
+            while reaped(-1, os.WNOHANG):
+                pass
+            if not pids:
+                break
+    return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)), peak_kib + others_kib
 
 
 def import_torch(threads: int) -> None:
@@ -219,6 +263,9 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     import confine
 
     confine.set_dumpable(False)  # a child cannot read the zygote's memory or file descriptors
+    if not init:  # orphans of the children come here, not to the keeper: killed, reaped and counted
+        confine.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    baseline_kib = hello["peak_kib"]
 
     child = None
     while True:
@@ -227,9 +274,9 @@ def zygote(config: dict, status: dict[str, str]) -> None:
         except OSError:
             message, fds = b"", []
         if not message or len(fds) != 2:
-            _end_children(child, init)
+            _end_children(child, init, baseline_kib)
             return  # the grader closed the socket: the submission is done
-        previous, previous_peak_kib = _end_children(child, init)
+        previous, previous_peak_kib = _end_children(child, init, baseline_kib)
         child = os.fork()
         if child == 0:
             control.close()
