@@ -24,7 +24,6 @@ _PROBE = r"""
 import json, os, resource, signal, sys, time
 sys.path.insert(0, sys.argv[1])
 import confine, worker
-confine.prctl(worker.PR_SET_CHILD_SUBREAPER, 1)  # as the zygote does without a PID namespace
 held, mine = int(sys.argv[2]), int(sys.argv[3])
 
 def hold(mib):
@@ -39,32 +38,44 @@ def hold_and_wait(mib, ready):
     time.sleep(60)
     os._exit(0)
 
-baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-reader, writer = os.pipe()
-child = os.fork()
-if child == 0:  # the serving child: a session of its own, as the zygote's children have
-    os.setsid()
-    for _ in range(2):
-        if os.fork() == 0:
-            hold_and_wait(held, writer)
-    if os.fork() == 0:  # leaves the group, then its own child is orphaned
+def as_the_zygote():
+    # A fork of its own, as the zygote is a fork of the launcher: an exec'd process's peak RSS
+    # (ru_maxrss) starts from the process that exec'd it, here the test's.
+    confine.prctl(worker.PR_SET_CHILD_SUBREAPER, 1)  # as the zygote does without a PID namespace
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the serving child: a session of its own, as the zygote's children have
         os.setsid()
-        if os.fork() == 0:
-            hold_and_wait(held, writer)
-        os._exit(0)
-    hold_and_wait(mine, writer)
-os.close(writer)
-arrived = 0
-while arrived < 4:
-    arrived += len(os.read(reader, 4))
-time.sleep(0.2)
-code, kib = worker._end_children(child, False, baseline)
-try:
-    os.wait()
-    left = "a child was not reaped"
-except ChildProcessError:
-    left = ""
-print(json.dumps({"code": code, "held_mib": kib / 1024, "left": left, "baseline_mib": baseline / 1024}))
+        for _ in range(2):
+            if os.fork() == 0:
+                hold_and_wait(held, writer)
+        if os.fork() == 0:  # leaves the group, then its own child is orphaned
+            os.setsid()
+            if os.fork() == 0:
+                hold_and_wait(held, writer)
+            os._exit(0)
+        hold_and_wait(mine, writer)
+    os.close(writer)
+    arrived = 0
+    while arrived < 4:
+        arrived += len(os.read(reader, 4))
+    time.sleep(0.2)
+    code, kib = worker._end_children(child, False, baseline)
+    try:
+        os.wait()
+        left = "a child was not reaped"
+    except ChildProcessError:
+        left = ""
+    print(json.dumps({"code": code, "held_mib": kib / 1024, "left": left, "baseline_mib": baseline / 1024}))
+
+
+zygote = os.fork()
+if zygote == 0:
+    as_the_zygote()
+    sys.stdout.flush()
+    os._exit(0)
+os.waitpid(zygote, 0)
 """
 
 
