@@ -172,7 +172,10 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()],
                   "signal-and-open-other-processes": [(), ("namespaces",)],
                   "socket-buffers-in-many-processes": [()], "pipe-buffers-in-many-processes": [(), ("namespaces",)],
-                  "fork-bomb": [()], "page-tables-in-many-processes": [()]}
+                  "fork-bomb": [()], "page-tables-in-many-processes": [()],
+                  "huge-pages-held-by-pipes": [()], "change-modes-outside-the-folder": [(), ("namespaces",)],
+                  "landlock-domains-in-many-processes": [()], "xattrs-on-the-graders-files": [(), ("namespaces",)],
+                  "one-blob-many-times-in-a-reply": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 
