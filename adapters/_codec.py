@@ -148,6 +148,9 @@ class _Decoder:
     def __init__(self, blobs: list[bytes]) -> None:
         self.blobs = blobs
         self.storages: dict[int, torch.UntypedStorage] = {}
+        # One decoded object per blob, however many nodes name it: a reply naming a 60 MiB blob 48 times
+        # would otherwise cost the test process 48 copies.
+        self.shared: dict[tuple[str, int], bytes | bytearray] = {}
 
     def blob(self, index) -> bytes | bytearray:
         _expect(_is_int(index) and 0 <= index < len(self.blobs), f"blob index {index!r}")
@@ -155,9 +158,20 @@ class _Decoder:
 
     def writable_blob(self, index) -> bytearray:
         """The blob as a bytearray that a tensor or array may own: the one given, when it is one
-        (each blob backs one storage or array), else a copy."""
+        (each blob backs one storage or array), else one copy, whichever nodes name it."""
         data = self.blob(index)
-        return data if type(data) is bytearray else bytearray(data)
+        if type(data) is bytearray:
+            return data
+        if ("bytearray", index) not in self.shared:
+            self.shared["bytearray", index] = bytearray(data)
+        return self.shared["bytearray", index]
+
+    def bytes_blob(self, index) -> bytes:
+        """The blob as bytes: one object, whichever nodes name it (bytes cannot change)."""
+        data = self.blob(index)
+        if ("bytes", index) not in self.shared:
+            self.shared["bytes", index] = bytes(data)
+        return self.shared["bytes", index]
 
     def value(self, node, depth: int = 0):
         _expect(depth <= MAX_DEPTH, "nested too deeply")
@@ -188,7 +202,7 @@ class _Decoder:
                 out[key] = self.value(pair[1], depth + 1)
             return out
         if tag == BYTES:
-            return bytes(self.blob(payload))
+            return self.bytes_blob(payload)
         if tag == TENSOR:
             return self.tensor(payload)
         if tag == ARRAY:

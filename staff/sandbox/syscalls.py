@@ -29,16 +29,17 @@ except ImportError:  # in the worker's folder, beside it
 ALLOWED: list[tuple[str, str]] = [
     ("I/O on a descriptor the worker holds (its pipes to the grader, its own pairs, files Landlock let it open)",
      "read write pread64 pwrite64 readv writev preadv pwritev preadv2 pwritev2 lseek close close_range dup dup2 "
-     "dup3 sendfile splice tee vmsplice copy_file_range readahead fadvise64 fsync fdatasync syncfs "
-     "sync_file_range fallocate ftruncate fstat fstatfs getdents getdents64 fchdir fchmod fchown"),
-    ("a file by path: Landlock decides which (read the environment, write its own folders); nothing else is named",
-     "open openat openat2 creat stat lstat newfstatat statx access faccessat faccessat2 fchmodat2 readlink "
+     "dup3 sendfile splice tee copy_file_range readahead fadvise64 fsync fdatasync syncfs "
+     "sync_file_range fallocate ftruncate fstat fstatfs getdents getdents64 fchdir"),
+    ("a file by path: Landlock decides which (read the environment, write its own folders); nothing else is "
+     "named",
+     "open openat openat2 creat stat lstat newfstatat statx access faccessat faccessat2 readlink "
      "readlinkat getcwd chdir mkdir mkdirat rmdir unlink unlinkat rename renameat renameat2 link linkat symlink "
-     "symlinkat chmod fchmodat chown lchown fchownat umask truncate utime utimes utimensat futimesat statfs "
+     "symlinkat umask truncate statfs "
      "execve execveat"),
-    ("extended attributes of a file it may reach; stored on the file, which goes with its folder",
-     "setxattr lsetxattr fsetxattr getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr removexattr "
-     "lremovexattr fremovexattr"),
+    ("reading extended attributes of a file it may reach (shutil.copy2 copies them, and takes a refusal to set "
+     "them as a file system without them)",
+     "getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr"),
     ("its own memory (private, or a mapping of a file it opened; counted by RLIMIT_AS and the memory group)",
      "brk mmap munmap mremap mprotect madvise msync mincore mlock mlock2 munlock mlockall munlockall membarrier "
      "pkey_mprotect pkey_alloc pkey_free mbind set_mempolicy get_mempolicy set_mempolicy_home_node"),
@@ -71,8 +72,8 @@ ALLOWED: list[tuple[str, str]] = [
      "eventfd eventfd2 pipe pipe2"),
     ("on the only sockets there are, its own stream or seqpacket pairs (which ignore or refuse an address)",
      "sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg shutdown getsockname getpeername getsockopt"),
-    ("narrowing itself further: more Landlock rules or seccomp filters can only take rights away",
-     "landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp"),
+    ("narrowing itself further: more seccomp filters can only take rights away (at most 32,768 instructions a "
+     "thread)", "seccomp"),
 ]
 
 # name: what the filter checks, for calls allowed only with some arguments (see syscall_filter.seccomp_program).
@@ -112,7 +113,8 @@ CHECKED: dict[str, str] = {
 # its daemons (nvidia-persistenced, MPS) over unix sockets and makes a memfd as cuInit runs (error 304
 # without it; NVIDIA/OpenShell issue 1696). The child then stacks the CPU grade's filter, which refuses
 # them again (worker.confine_child).
-GPU_ONLY = "bind listen connect accept accept4 flock memfd_create".split()
+GPU_ONLY = "bind listen connect accept accept4 flock memfd_create landlock_create_ruleset landlock_add_rule " \
+    "landlock_restrict_self".split()
 
 REFUSED: list[tuple[str, int, str]] = [
     ("System V IPC: objects found by a key anyone can guess, outliving their process; refused in every mode, "
@@ -170,6 +172,21 @@ REFUSED: list[tuple[str, int, str]] = [
      errno.EPERM, "bind listen connect accept accept4"),
     ("flock: a lock on a file of the shared environment is seen by every grade; allowed in a GPU grade "
      "(CUDA's caches lock their files)", errno.EPERM, "flock"),
+    ("vmsplice: a pipe keeps the whole page each piece it is given lies on (a 2 MiB huge page for 4 KiB: one "
+     "process held 6 GiB under an address-space limit of 4 GiB), kernel memory only a memory group counts; "
+     "nothing the worker runs needs it", errno.EPERM, "vmsplice"),
+    ("Landlock domains: each one a process makes is a copy of its rules in kernel memory, kept by every file "
+     "it opens, which only a memory group counts (forked children held 1 GiB); the worker is confined before "
+     "any student code runs. Allowed in a GPU grade's zygote, whose children set their own Landlock, then "
+     "stack this filter", errno.EPERM, "landlock_create_ruleset landlock_add_rule landlock_restrict_self"),
+    ("a file's mode and times, answered as done (errno 0) and left as they were: Landlock has no right for "
+     "them, so they would reach every file of the worker's uid (the TA's, as an ordinary user: the grader's "
+     "folders, /run/user/UID), and shutil.copy and copy2 set them on their copies, so a refusal would fail "
+     "honest code", 0, "chmod fchmod fchmodat fchmodat2 utime utimes utimensat futimesat"),
+    ("changing a file's owner or extended attributes: Landlock has no right for either, so they would reach "
+     "every file of the worker's uid (the TA's, as an ordinary user: the grader's folders, /run/user/UID); "
+     "a worker cannot give a file away, and an attribute is a channel between grades", errno.EPERM,
+     "chown lchown fchownat fchown setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr"),
 ]
 
 

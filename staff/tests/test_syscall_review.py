@@ -137,7 +137,9 @@ def test_the_classes_named_in_the_brief_are_refused():
               "perf_event_open bpf fanotify_init fanotify_mark inotify_init1 inotify_add_watch ptrace "
               "process_vm_readv process_vm_writev pidfd_getfd io_uring_setup open_by_handle_at name_to_handle_at "
               "mount umount2 fsopen move_mount open_tree setns unshare kcmp bind connect listen flock mknodat "
-              "move_pages migrate_pages get_robust_list ioprio_set").split()
+              "move_pages migrate_pages get_robust_list ioprio_set vmsplice landlock_create_ruleset landlock_add_rule "
+              "landlock_restrict_self chown lchown fchownat fchown setxattr lsetxattr fsetxattr removexattr "
+              "lremovexattr fremovexattr").split()
     assert [name for name in closed if review[name][0] != "refused"] == []
     assert review["socket"][0] == review["socketpair"][0] == "checked"
 
@@ -166,6 +168,11 @@ attempt("flock", lambda: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB))
 attempt("lockf", lambda: fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB))
 attempt("F_GETFL", lambda: fcntl.fcntl(lock, fcntl.F_GETFL))
 attempt("mkfifo", lambda: os.mkfifo(sys.argv[4] + ".fifo"))
+attempt("chmod", lambda: os.chmod(sys.argv[4], 0o600))
+found["mode after chmod"] = oct(os.stat(sys.argv[4]).st_mode & 0o777)
+attempt("setxattr", lambda: os.setxattr(sys.argv[4], "user.cs336-probe", b"x"))
+attempt("chown", lambda: os.chown(sys.argv[4], os.getuid(), os.getgid()))
+found["vmsplice"] = raw("vmsplice", 1, None, 0, 0)
 found["move_pages"] = raw("move_pages", 0, 0, None, None, None, 0)
 leader, follower = os.openpty()
 attempt("TIOCSTI", lambda: fcntl.ioctl(follower, 0x5412, b"x"))
@@ -195,14 +202,17 @@ def test_a_filtered_process_reaches_no_named_socket_namespace_lock_watch_fifo_or
     # What each refusal closes, done for real in a process that installs the filter. Mistakes: a
     # filter that lets a datagram pair through (it sent "sources" to a socket file of the test), or
     # drops any one refusal (unshare, clone's flag check, inotify, flock or fcntl's locks, mknod,
-    # move_pages, TIOCSTI), while F_GETFL, plain pairs and threads keep working.
+    # move_pages, TIOCSTI, vmsplice, chown, setxattr), or a chmod that changes the file (Landlock has no right
+    # for a mode: as an ordinary user it would reach the grader's folders), while F_GETFL and threads keep working
+    # and chmod is answered as done (shutil.copy would fail on a refusal).
     found = _probe(tmp_path, filtered=True)
     assert found["status"].startswith("on"), found["status"]
     assert found["the listener received"] == "nothing"
     expected = {"datagram pair to a named socket": "EPERM", "a pair bound to an abstract name": "EPERM",
                 "clone into a new user namespace": "EPERM", "unshare": "EPERM", "clone3": "ENOSYS",
                 "inotify": "EPERM", "flock": "EPERM", "lockf": "EPERM", "F_GETFL": "worked", "mkfifo": "EPERM",
-                "move_pages": "EPERM", "TIOCSTI": "EPERM"}
+                "move_pages": "EPERM", "TIOCSTI": "EPERM", "chmod": "worked", "mode after chmod": "0o644",
+                "setxattr": "EPERM", "chown": "EPERM", "vmsplice": "EPERM"}
     got = {what: found[what] for what in expected}
     assert got == expected, f"expected {expected}, got {got}"
 
@@ -213,6 +223,7 @@ def test_without_the_filter_the_same_probe_gets_through(tmp_path):
     # above): unfiltered, the datagram reaches the listener and the calls work or fail otherwise.
     found = _probe(tmp_path, filtered=False)
     assert found["the listener received"] == "sources"
+    assert found["mode after chmod"] == "0o600" and found["chown"] == "worked", found
     for what in ("a pair bound to an abstract name", "inotify", "flock", "lockf", "mkfifo", "move_pages"):
         assert found[what] == "worked", (what, found[what])
     assert found["clone3"] != "ENOSYS"

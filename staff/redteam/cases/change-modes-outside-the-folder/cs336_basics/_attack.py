@@ -41,8 +41,8 @@ def _candidates():
 
 
 def change_modes():
-    """chmod of each candidate to the mode it has already (nothing changes, but the call succeeds only
-    where the kernel let it through: Landlock does not check chmod, chown, utime or xattrs), and, where
+    """chmod of each candidate to the mode it has already (the mode stays, but a chmod that reached the
+    file stamps its ctime: Landlock does not check chmod, chown, utime or xattrs), and, where
     chmod went through, utime to the times it has; the paths outside the worker's own folder so
     changed, and what every other try met."""
     here, paths = _candidates()
@@ -61,6 +61,9 @@ def change_modes():
             os.chmod(path, stat.S_IMODE(info.st_mode), follow_symlinks=False)
         except (OSError, NotImplementedError) as error:
             met.append(f"{path} (uid {info.st_uid}): chmod {getattr(error, 'strerror', error)}")
+            continue
+        if os.lstat(path).st_ctime_ns == info.st_ctime_ns:  # a chmod that reached the inode stamps its ctime
+            met.append(f"{path} (uid {info.st_uid}): chmod answered, and changed nothing")
             continue
         done = f"{path} (uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):o}): chmod"
         try:
