@@ -30,6 +30,11 @@ _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 _SOL_SOCKET, _SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 1, 7, 8, 32, 33  # the same on both machines
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
+# An inode's flags and attributes, set on a file opened read-only (the same numbers on both machines; the
+# 32-bit forms of the flag calls too): FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR,
+# FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FS_IOC_ENABLE_VERITY, FICLONE, FICLONERANGE, FIDEDUPERANGE
+_INODE_IOCTLS = [0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602, 0x40806685, 0x40049409, 0x4020940D,
+                 0xC0189436]
 _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY = 6, 7, 37, 38, 1024, 1026
 _PRIO_PROCESS = 0
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -107,7 +112,7 @@ def seccomp_program(machine: str, sockets: bool = True,
         "socketpair": [(_RET_K, 0, 0, deny)] if sockets else
         [_arg(0), (_JEQ_K, 0, 1, _AF_UNIX), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, no_family)],
         "clone": [_arg(0), (_JSET_K, 0, 1, _CLONE_NEW_ANY), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, allow)],
-        "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX], deny),
+        "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX, *_INODE_IOCTLS], deny),
         "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY], deny)
         if sockets else [(_RET_K, 0, 0, allow)],
         # jt=1 skips the allow below when the level is SOL_SOCKET, whose buffer sizes are then checked

@@ -29,7 +29,7 @@ except ImportError:  # in the worker's folder, beside it
 ALLOWED: list[tuple[str, str]] = [
     ("I/O on a descriptor the worker holds (its pipes to the grader, its own pairs, files Landlock let it open)",
      "read write pread64 pwrite64 readv writev preadv pwritev preadv2 pwritev2 lseek close close_range dup dup2 "
-     "dup3 sendfile splice tee copy_file_range readahead fadvise64 fsync fdatasync syncfs "
+     "dup3 copy_file_range readahead fadvise64 fsync fdatasync syncfs "
      "sync_file_range fallocate ftruncate fstat fstatfs getdents getdents64 fchdir"),
     ("a file by path: Landlock decides which (read the environment, write its own folders); nothing else is "
      "named",
@@ -68,7 +68,7 @@ ALLOWED: list[tuple[str, str]] = [
      "nanosleep clock_nanosleep clock_gettime clock_getres gettimeofday time timer_create timer_settime "
      "timer_gettime timer_getoverrun timer_delete timerfd_create timerfd_settime timerfd_gettime"),
     ("waiting on descriptors, and objects that live only as a descriptor of its own (no name, no path)",
-     "poll ppoll select pselect6 epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 "
+     "poll ppoll select pselect6 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 "
      "eventfd eventfd2 pipe pipe2"),
     ("on the only sockets there are, its own stream or seqpacket pairs (which ignore or refuse an address)",
      "sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg shutdown getsockname getpeername getsockopt"),
@@ -91,7 +91,11 @@ CHECKED: dict[str, str] = {
                   "limit counts, so their size stays the default and the open-file limit bounds what each process "
                   "holds (the sum over forked processes: the worker's memory group, where it has one)",
     "clone": "no CLONE_NEW* flag: a new user namespace would give the worker every capability inside it",
-    "ioctl": "not TIOCSTI or TIOCLINUX (typing into a terminal); the rest acts on a descriptor it holds",
+    "ioctl": "not TIOCSTI or TIOCLINUX (typing into a terminal), nor an inode's flags, attributes, version, "
+             "verity or shared extents (FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION, "
+             "FS_IOC_ENABLE_VERITY, FICLONE, FICLONERANGE, FIDEDUPERANGE: the kernel asks only that the caller "
+             "own the file, which as an ordinary user it does for the grader's); the rest acts on a descriptor "
+             "it holds",
     "fcntl": "no record lock, lease or dnotify: a lock on a file of the shared environment is seen by every "
              "grade (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY)",
     # Without a PID namespace another process of the same uid (a batch neighbour, the grader, the TA's shell)
@@ -175,6 +179,12 @@ REFUSED: list[tuple[str, int, str]] = [
     ("vmsplice: a pipe keeps the whole page each piece it is given lies on (a 2 MiB huge page for 4 KiB: one "
      "process held 6 GiB under an address-space limit of 4 GiB), kernel memory only a memory group counts; "
      "nothing the worker runs needs it", errno.EPERM, "vmsplice"),
+    ("splice, tee and sendfile into a pipe: the pipe keeps the whole page-cache folio each byte lies on (2 MiB "
+     "on ext4: two children held 1 GiB), kernel memory only a memory group counts; shutil.copyfile falls back "
+     "to reads and writes when sendfile fails at the start", errno.EPERM, "splice tee sendfile"),
+    ("epoll instances: a watch outlives its descriptor number, so a process of 256 files keeps millions "
+     "(1 GiB of kernel memory; the uid's limit, shared with the grading user's every program, used up); "
+     "subprocess and multiprocessing wait with poll", errno.EPERM, "epoll_create epoll_create1"),
     ("Landlock domains: each one a process makes is a copy of its rules in kernel memory, kept by every file "
      "it opens, which only a memory group counts (forked children held 1 GiB); the worker is confined before "
      "any student code runs. Allowed in a GPU grade's zygote, whose children set their own Landlock, then "

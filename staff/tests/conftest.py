@@ -175,7 +175,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "fork-bomb": [()], "page-tables-in-many-processes": [()],
                   "huge-pages-held-by-pipes": [()], "change-modes-outside-the-folder": [(), ("namespaces",)],
                   "landlock-domains-in-many-processes": [()], "xattrs-on-the-graders-files": [(), ("namespaces",)],
-                  "one-blob-many-times-in-a-reply": [()]}
+                  "one-blob-many-times-in-a-reply": [()], "file-folios-held-by-pipes": [()],
+                  "epoll-watches-in-many-processes": [()], "file-flags-outside-the-folder": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 

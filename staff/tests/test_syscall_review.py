@@ -139,7 +139,7 @@ def test_the_classes_named_in_the_brief_are_refused():
               "mount umount2 fsopen move_mount open_tree setns unshare kcmp bind connect listen flock mknodat "
               "move_pages migrate_pages get_robust_list ioprio_set vmsplice landlock_create_ruleset landlock_add_rule "
               "landlock_restrict_self chown lchown fchownat fchown setxattr lsetxattr fsetxattr removexattr "
-              "lremovexattr fremovexattr").split()
+              "lremovexattr fremovexattr splice tee sendfile epoll_create epoll_create1").split()
     assert [name for name in closed if review[name][0] != "refused"] == []
     assert review["socket"][0] == review["socketpair"][0] == "checked"
 
@@ -173,6 +173,12 @@ found["mode after chmod"] = oct(os.stat(sys.argv[4]).st_mode & 0o777)
 attempt("setxattr", lambda: os.setxattr(sys.argv[4], "user.cs336-probe", b"x"))
 attempt("chown", lambda: os.chown(sys.argv[4], os.getuid(), os.getgid()))
 found["vmsplice"] = raw("vmsplice", 1, None, 0, 0)
+pipe_read, pipe_write = os.pipe()
+attempt("splice", lambda: os.splice(lock.fileno(), pipe_write, 1))
+attempt("sendfile", lambda: os.sendfile(pipe_write, lock.fileno(), 0, 1))
+import select
+attempt("epoll", lambda: select.epoll())
+attempt("FS_IOC_SETFLAGS", lambda: fcntl.ioctl(lock.fileno(), 0x40086602, bytes(8)))
 found["move_pages"] = raw("move_pages", 0, 0, None, None, None, 0)
 leader, follower = os.openpty()
 attempt("TIOCSTI", lambda: fcntl.ioctl(follower, 0x5412, b"x"))
@@ -202,9 +208,10 @@ def test_a_filtered_process_reaches_no_named_socket_namespace_lock_watch_fifo_or
     # What each refusal closes, done for real in a process that installs the filter. Mistakes: a
     # filter that lets a datagram pair through (it sent "sources" to a socket file of the test), or
     # drops any one refusal (unshare, clone's flag check, inotify, flock or fcntl's locks, mknod,
-    # move_pages, TIOCSTI, vmsplice, chown, setxattr), or a chmod that changes the file (Landlock has no right
-    # for a mode: as an ordinary user it would reach the grader's folders), while F_GETFL and threads keep working
-    # and chmod is answered as done (shutil.copy would fail on a refusal).
+    # move_pages, TIOCSTI, vmsplice, splice, sendfile, epoll, an inode's flags, chown, setxattr), or a
+    # chmod that changes the file (Landlock has no right for a mode: as an ordinary user it would reach
+    # the grader's folders), while F_GETFL and threads keep working and chmod is answered as done
+    # (shutil.copy would fail on a refusal).
     found = _probe(tmp_path, filtered=True)
     assert found["status"].startswith("on"), found["status"]
     assert found["the listener received"] == "nothing"
@@ -212,7 +219,8 @@ def test_a_filtered_process_reaches_no_named_socket_namespace_lock_watch_fifo_or
                 "clone into a new user namespace": "EPERM", "unshare": "EPERM", "clone3": "ENOSYS",
                 "inotify": "EPERM", "flock": "EPERM", "lockf": "EPERM", "F_GETFL": "worked", "mkfifo": "EPERM",
                 "move_pages": "EPERM", "TIOCSTI": "EPERM", "chmod": "worked", "mode after chmod": "0o644",
-                "setxattr": "EPERM", "chown": "EPERM", "vmsplice": "EPERM"}
+                "setxattr": "EPERM", "chown": "EPERM", "vmsplice": "EPERM", "splice": "EPERM", "sendfile": "EPERM",
+                "epoll": "EPERM", "FS_IOC_SETFLAGS": "EPERM"}
     got = {what: found[what] for what in expected}
     assert got == expected, f"expected {expected}, got {got}"
 
