@@ -159,7 +159,6 @@ def _student_traceback(error: BaseException) -> str:
     return "".join(traceback.format_exception(type(error), error, trace))
 
 
-PR_SET_CHILD_SUBREAPER = 36
 KILL_ROUNDS = 64  # each round kills the children of those the last one killed: deeper than the process limit
 
 
@@ -264,7 +263,7 @@ def zygote(config: dict, status: dict[str, str]) -> None:
 
     confine.set_dumpable(False)  # a child cannot read the zygote's memory or file descriptors
     if not init:  # orphans of the children come here, not to the keeper: killed, reaped and counted
-        confine.prctl(PR_SET_CHILD_SUBREAPER, 1)
+        confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
     baseline_kib = hello["peak_kib"]
 
     child = None

@@ -41,7 +41,7 @@ def hold_and_wait(mib, ready):
 def as_the_zygote():
     # A fork of its own, as the zygote is a fork of the launcher: an exec'd process's peak RSS
     # (ru_maxrss) starts from the process that exec'd it, here the test's.
-    confine.prctl(worker.PR_SET_CHILD_SUBREAPER, 1)  # as the zygote does without a PID namespace
+    confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)  # as the zygote does without a PID namespace
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     reader, writer = os.pipe()
     child = os.fork()
