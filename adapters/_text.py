@@ -30,10 +30,37 @@ def shown_text(text: str) -> str:
     return _CONTROLS.sub("\ufffd", clean_text(text))
 
 
+_PATH_CHAR = re.compile(r"[\w.~/-]")  # what a path is made of, as the grader's scrub of machine paths reads one
+
+
+def _path_cut_in_two(text: str, cut: int, direction: int) -> int:
+    """Where the piece of `text` kept by a cut at `cut` should end (`direction` 1: the piece before it
+    is kept) or start (-1: the piece after it): short of the run of path characters the cut falls
+    inside, if that run holds a "/". A path cut in two would show part of a machine's folder that the
+    grader, which removes whole paths, no longer recognizes."""
+    if not 0 < cut < len(text) or not (_PATH_CHAR.match(text, cut - 1) and _PATH_CHAR.match(text, cut)):
+        return cut
+    end = cut
+    while 0 < end < len(text) and _PATH_CHAR.match(text, end - 1 if direction == 1 else end):
+        end -= direction
+    piece = text[end:cut] if direction == 1 else text[cut:end]
+    return end if "/" in piece else cut
+
+
+def head(text: str, limit: int) -> str:
+    """The first `limit` characters of `text`, less a path the cut would leave in part."""
+    return text[:_path_cut_in_two(text, limit, 1)]
+
+
+def tail(text: str, limit: int) -> str:
+    """The last `limit` characters of `text`, less a path the cut would leave in part."""
+    return text[_path_cut_in_two(text, max(len(text) - limit, 0), -1):]
+
+
 def bounded(text: str, limit: int, keep_end: bool = False) -> str:
     """`text` cut to about `limit` characters with a note saying how much was left out (its start is
-    kept, or with `keep_end` its end)."""
+    kept, or with `keep_end` its end); a path the cut falls inside is left out whole."""
     if len(text) <= limit:
         return text
     note = f"[... {len(text) - limit} more characters not shown ...]"
-    return f"{note}\n{text[-limit:]}" if keep_end else f"{text[:limit]}\n{note}"
+    return f"{note}\n{tail(text, limit)}" if keep_end else f"{head(text, limit)}\n{note}"

@@ -9,10 +9,13 @@ to `MAX_OUTPUT_CHARS` characters, with a note that says so.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from adapters._text import head
 
 if TYPE_CHECKING:
     from tests.grading import GradedTest
@@ -21,11 +24,12 @@ MAX_OUTPUT_CHARS = 4000
 
 
 def truncated(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
-    """`text` cut to `limit` characters, ending with a note when anything was cut."""
+    """`text` cut to `limit` characters at most, ending with a note when anything was cut; a path the
+    cut falls inside is left out whole (the grader removes its machine's paths, whole ones)."""
     if len(text) <= limit:
         return text
     note = f"\n[... output cut here: {len(text) - limit} more characters ...]"
-    return text[:max(limit - len(note), 0)] + note
+    return head(text, max(limit - len(note), 0)) + note
 
 
 MAX_SHOWN_CHARS = 2 * MAX_OUTPUT_CHARS  # one value in a message: what failure_text keeps of a whole output
@@ -35,14 +39,24 @@ _PROBE_CHARS = 100_000
 _LONG_INT_BITS = 10_000  # repr of an int of more bits is slow, and past about 14,000 raises
 
 
+def _elements(value: object) -> int | None:
+    """How many elements `value` holds if it is an array (a torch tensor or a numpy array: anything
+    with an int tuple `shape` and a `dtype`), else None. Their reprs summarize only dimensions longer
+    than six, so an array of many short dimensions prints every element, however few bytes hold it."""
+    shape = getattr(value, "shape", None)
+    if getattr(value, "dtype", None) is None or not isinstance(shape, tuple):
+        return None
+    return math.prod(size for size in shape if isinstance(size, int))
+
+
 def _small(value: object) -> bool:
-    """Whether `value` holds at most _PROBE_VALUES values, _PROBE_DEPTH levels and _PROBE_CHARS
-    characters of strings (bytes), ints of at most _LONG_INT_BITS bits: then repr(value) is cheap.
-    Counted without recursion, stopping at the first bound crossed."""
+    """Whether `value` holds at most _PROBE_VALUES values (an array's elements each count),
+    _PROBE_DEPTH levels and _PROBE_CHARS characters of strings (bytes), ints of at most _LONG_INT_BITS
+    bits: then repr(value) is cheap. Counted without recursion, stopping at the first bound crossed."""
     pending, count, chars = [(value, 0)], 0, 0
     while pending:
         item, depth = pending.pop()
-        count += 1
+        count += _elements(item) or 1
         if count > _PROBE_VALUES or depth > _PROBE_DEPTH:
             return False
         if isinstance(item, (str, bytes, bytearray)):
@@ -61,7 +75,8 @@ def _small(value: object) -> bool:
 
 def _large_repr(value: object, budget: int, depth: int = 0) -> str:
     """An outline of `value` of about `budget` characters at most: containers show their first items
-    and "...", strings their start, ints past _LONG_INT_BITS their size; 20 levels at most."""
+    and "...", strings their start, ints past _LONG_INT_BITS their size, arrays past _PROBE_VALUES
+    elements their type, shape and dtype; 20 levels at most."""
     if budget <= 0 or depth > 20:
         return "..."
     if isinstance(value, (str, bytes, bytearray)):
@@ -69,6 +84,8 @@ def _large_repr(value: object, budget: int, depth: int = 0) -> str:
         return text if len(value) <= budget else f"{text}... ({len(value):,} in all)"
     if isinstance(value, int) and value.bit_length() > _LONG_INT_BITS:
         return f"<an int of {value.bit_length():,} bits>"
+    if (elements := _elements(value)) is not None and elements > _PROBE_VALUES:
+        return f"<{type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}: {elements:,} elements>"
     if isinstance(value, (dict, list, tuple, set, frozenset)):
         items = value.items() if isinstance(value, dict) else value
         opening, closing = {dict: ("{", "}"), list: ("[", "]"), tuple: ("(", ")")}.get(
@@ -115,7 +132,7 @@ def failure_text(error: BaseException, test: GradedTest, roots: list[Path], hand
                   if any(root in Path(f.filename).parents for root in roots)]
         text = "".join(traceback.format_list(frames))
     text += "".join(traceback.format_exception_only(type(error), error)).rstrip()
-    text = text[:2 * MAX_OUTPUT_CHARS]  # the output keeps less; the rest costs nothing below
+    text = head(text, 2 * MAX_OUTPUT_CHARS)  # the output keeps less; the rest costs nothing below
     if test.visibility == "hidden":
         text = _EXPECTED_LINE.sub(r"\1 (not shown for this test)", text)
     if handout and SEE_LINE not in text:

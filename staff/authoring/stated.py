@@ -24,6 +24,7 @@ REGISTRY = "tests/problems.py"
 GRADESCOPE = "docs/gradescope.md"  # the staff page that says what to set on Gradescope
 GRADING = "docs/grading.md"  # the staff page on grading, which states the hidden suites' total
 GPU = "docs/gpu.md"  # the staff page on the GPU part, which states its points
+SANDBOX = "docs/sandbox.md"  # the staff page on the sandbox, which states the red team's size
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Stated:
     expected: str
     problem: int | None = None
     required: bool = True
+    source: str = "the tests and PROBLEMS"  # what `expected` is derived from
 
     def stated(self, text: str) -> list[str]:
         return [m.group(1) for m in re.finditer(self.pattern, text, re.MULTILINE)]
@@ -54,7 +56,7 @@ class Stated:
         if self.required and len(stated) > 1:
             return f"{self.what} is stated {len(stated)} times; it must be stated once, as '{self.expected}'"
         says = ", ".join(f"'{s}'" for s in stated) or "nothing where expected"
-        return f"{self.what} must read '{self.expected}' (derived from the tests and PROBLEMS); it says {says}"
+        return f"{self.what} must read '{self.expected}' (derived from {self.source}); it says {says}"
 
     def fixed(self, text: str) -> str | None:
         """`text` with every stated place rewritten, or None where the fact cannot be placed (a required
@@ -168,9 +170,25 @@ def summary_facts(totals: Totals) -> list[Stated]:
     return facts
 
 
+def corpus_facts() -> list[Stated]:
+    """What the sandbox page restates about the red team: its folders, the cases they make (one per
+    set of protections turned off), and how many of those grade fewer than every problem."""
+    from staff.redteam.corpus import load_cases
+
+    cases = load_cases()
+    narrow = sum(len(case.graded) < len(PROBLEMS) for case in cases)
+    folders, counted = str(len({case.folder for case in cases})), str(len(cases))
+    facts = [("the red team's folders", r"so the (\d+) folders make \d+ cases", folders),
+             ("the red team's cases", r"so the \d+ folders make (\d+) cases", counted),
+             ("the red team's cases that grade fewer problems", r"In all, (\d+)\s+of the \d+ cases grade fewer",
+              str(narrow)),
+             ("the red team's cases, again", r"In all, \d+\s+of the (\d+) cases grade fewer", counted)]
+    return [Stated(SANDBOX, what, pattern, expected, source="staff/redteam/cases") for what, pattern, expected in facts]
+
+
 def all_facts(repo: Path, tests: list[GradedTest] | tuple[GradedTest, ...]) -> list[Stated]:
     totals = Totals(tuple(tests))
-    facts = summary_facts(totals)
+    facts = summary_facts(totals) + corpus_facts()
     for number, problem in PROBLEMS.items():
         if (repo / problem.handout).is_file():
             facts += page_facts(repo, totals, number)

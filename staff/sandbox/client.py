@@ -186,9 +186,11 @@ class Worker:
         finally:
             os.close(request_read)
             os.close(response_write)
-        previous = reply.get("previous")
+        previous, why = reply.get("previous"), reply.get("previous_why")
         peak = reply.get("previous_peak_kib")
         self.child_peak_kib = peak if isinstance(peak, int) else 0
+        if isinstance(why, str):  # the zygote ended it (its page tables): why, not the SIGKILL it sent
+            return why[:1000]
         return status_words(previous) if isinstance(previous, int) else ""
 
     @property

@@ -36,7 +36,7 @@ from staff.sandbox.worker_config import Limits, WorkerConfig, processes_for, sit
 
 PACKAGE = "cs336_basics"  # the students' package: every problem's module lives in it (the staff's one name for it)
 WORKER_FILES = ("worker.py", "frames.py", "confine.py", "user_limits.py", "landlock_rules.py", "syscall_filter.py",
-                "syscalls.py", "syscall_numbers.py", "cuda_preflight.py")
+                "syscalls.py", "syscall_numbers.py", "cuda_preflight.py", "process_tree.py")
 SYSTEM_READ_ONLY = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
                     "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/proc", "/sys",
                     "/dev/urandom", "/dev/random", "/dev/zero"]

@@ -162,18 +162,6 @@ def _student_traceback(error: BaseException) -> str:
 KILL_ROUNDS = 64  # each round kills the children of those the last one killed: deeper than the process limit
 
 
-def _own_children() -> list[int]:
-    """This process's living and dead-but-unreaped children, as /proc lists them ([] where it cannot)."""
-    pids: list[int] = []
-    try:
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as handle:
-                pids += [int(pid) for pid in handle.read().split()]
-    except (OSError, ValueError):
-        pass
-    return pids
-
-
 def _end_children(child: int | None, init: bool, baseline_kib: int = 0) -> tuple[int | None, int]:
     """Kill the serving child and everything it started: every process of the namespace when this
     process is its init, else the child's process group and every process that became this one's
@@ -217,8 +205,10 @@ def _end_children(child: int | None, init: bool, baseline_kib: int = 0) -> tuple
         while reaped(-1, 0):
             pass
     else:
+        import process_tree
+
         for _ in range(KILL_ROUNDS):
-            pids = _own_children()
+            pids = process_tree.children()
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -260,14 +250,20 @@ def zygote(config: dict, status: dict[str, str]) -> None:
              "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     control.sendall(json.dumps(hello).encode() + b"\n")
     import confine
+    import process_tree
 
     confine.set_dumpable(False)  # a child cannot read the zygote's memory or file descriptors
     if not init:  # orphans of the children come here, not to the keeper: killed, reaped and counted
         confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
     baseline_kib = hello["peak_kib"]
 
-    child = None
+    child, ended = None, None  # the serving child; how one the zygote ended itself ended (code, peak, why)
     while True:
+        if child is not None and not select.select([control], [], [], process_tree.WATCH_INTERVAL_S)[0]:
+            why = process_tree.page_tables_past_limit()
+            if why is not None:  # its pipes close, and the grader asks for a fresh child and hears why
+                ended, child = (*_end_children(child, init, baseline_kib), why), None
+            continue
         try:
             message, fds, _, _ = socket.recv_fds(control, 1024, 2)
         except OSError:
@@ -275,7 +271,8 @@ def zygote(config: dict, status: dict[str, str]) -> None:
         if not message or len(fds) != 2:
             _end_children(child, init, baseline_kib)
             return  # the grader closed the socket: the submission is done
-        previous, previous_peak_kib = _end_children(child, init, baseline_kib)
+        previous, previous_peak_kib, why = ended or (*_end_children(child, init, baseline_kib), None)
+        ended = None
         child = os.fork()
         if child == 0:
             control.close()
@@ -289,7 +286,7 @@ def zygote(config: dict, status: dict[str, str]) -> None:
         for fd in fds:
             os.close(fd)
         control.sendall(json.dumps({"op": "spawned", "pid": child, "previous": previous,
-                                    "previous_peak_kib": previous_peak_kib}).encode() + b"\n")
+                                    "previous_peak_kib": previous_peak_kib, "previous_why": why}).encode() + b"\n")
 
 
 def serve(requests: int, responses: int) -> None:

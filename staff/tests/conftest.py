@@ -176,7 +176,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "huge-pages-held-by-pipes": [()], "change-modes-outside-the-folder": [(), ("namespaces",)],
                   "landlock-domains-in-many-processes": [()], "xattrs-on-the-graders-files": [(), ("namespaces",)],
                   "one-blob-many-times-in-a-reply": [()], "file-folios-held-by-pipes": [()],
-                  "epoll-watches-in-many-processes": [()], "file-flags-outside-the-folder": [(), ("namespaces",)]}
+                  "epoll-watches-in-many-processes": [()], "file-flags-outside-the-folder": [(), ("namespaces",)],
+                  "page-tables-of-scattered-pages": [("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -15,6 +15,7 @@ import tracemalloc
 import zipfile
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
 
@@ -269,3 +270,18 @@ def test_what_a_message_shows_of_a_huge_value_is_bounded():
         assert shown(small) == repr(small)
     message = explain("the iteration", inputs="a checkpoint", expected=4, got=shared, see="handout/10_checkpoint.md")
     assert len(message) < MAX_SHOWN_CHARS + 200
+
+
+def test_an_array_of_many_short_dimensions_is_shown_by_shape_not_by_elements():
+    # Catches a tensor or numpy array counted as one value: torch's and numpy's reprs summarize only
+    # dimensions longer than six, so a view of shape (2,) * 21 over one byte prints 2,097,152 elements
+    # (seconds of CPU and ~2 GB in the test process for one value of a 1-byte reply).
+    dims = 21
+    view = torch.empty(0, dtype=torch.bool).set_(torch.UntypedStorage(1), 0, [2] * dims, [0] * dims)
+    array = numpy.lib.stride_tricks.as_strided(numpy.zeros(1, dtype=numpy.float32), (2,) * dims, (0,) * dims)
+    for value in (view, array, [view], {"weights": array}):
+        outline = shown(value)
+        assert len(outline) < 500 and "2,097,152 elements" in outline and "(2, 2, 2" in outline, outline[:500]
+    assert "torch.bool" in shown(view) and "float32" in shown(array)
+    for small in (torch.arange(6.0).reshape(2, 3), numpy.arange(6).reshape(2, 3), [torch.ones(2, 2)] * 3):
+        assert shown(small) == repr(small)

@@ -112,18 +112,21 @@ def test_a_student_page_that_links_to_a_staff_page_is_named(pages):
                             "which the student release does not ship"]
 
 
-@pytest.mark.parametrize("page, pattern, what", [
-    ("docs/grading.md", r"one per problem, (\d+) points in all", "the hidden suites' points"),
-    ("docs/gradescope.md", r"\| total points \| (\d+) ", "the total points to set on Gradescope"),
-    ("docs/gpu.md", r"The `cuda` tests carry (\d+) public points", "the GPU part's points"),
+@pytest.mark.parametrize("page, pattern, what, source", [
+    ("docs/grading.md", r"one per problem, (\d+) points in all", "the hidden suites' points", "the tests and PROBLEMS"),
+    ("docs/gradescope.md", r"\| total points \| (\d+) ", "the total points to set on Gradescope",
+     "the tests and PROBLEMS"),
+    ("docs/gpu.md", r"The `cuda` tests carry (\d+) public points", "the GPU part's points", "the tests and PROBLEMS"),
+    ("docs/sandbox.md", r"so the \d+ folders make (\d+) cases", "the red team's cases", "staff/redteam/cases"),
 ])
-def test_a_stale_total_on_a_staff_page_is_named(pages, totals, page, pattern, what):
+def test_a_stale_total_on_a_staff_page_is_named(pages, totals, page, pattern, what, source):
     # Mistake this catches: a total the README stated, now on a docs page, left stale after a test's
-    # points changed (the hidden suites' "105 points in all" stood for 107).
+    # points changed (the hidden suites' "105 points in all" stood for 107), or the red team's size after
+    # cases were added (its page said 53 hostile submissions where there were 69 folders).
     text = (pages / page).read_text(encoding="utf-8")
     stated = re.search(pattern, text)
     assert stated, f"{page} no longer states {what}: update this test"
     stale = str(int(stated.group(1)) - 2)
     (pages / page).write_text(text[:stated.start(1)] + stale + text[stated.end(1):], encoding="utf-8")
     assert [str(f) for f in CHECKS["stated facts"](pages, totals)] == [
-        f"{page}: {what} must read '{stated.group(1)}' (derived from the tests and PROBLEMS); it says '{stale}'"]
+        f"{page}: {what} must read '{stated.group(1)}' (derived from {source}); it says '{stale}'"]

@@ -316,3 +316,21 @@ def test_a_path_after_an_escaped_separator_is_scrubbed():
     assert "/tmp/staff-grade-abc" not in scrub(raised, paths)
     assert "/tmp/staff-grade-abc" not in scrub(r"a\u0000/tmp/staff-grade-abc/x\n/tmp/staff-grade-abc/y", paths)
     assert scrub("mine/tmp/staff-grade-abc", paths) == "mine/tmp/staff-grade-abc"
+
+
+def test_no_cut_of_an_output_leaves_part_of_a_machine_path():
+    # A path that a cut of a test's output (the test process keeps 4,000 characters; the worker a
+    # message's first 4,000 and a traceback's last 8,000) falls inside is no longer a whole path, and
+    # the grader's scrub, which matches whole paths, left its first part in results.json (seen in an
+    # honest traceback: `File "/tmp/staff-grade-5z`). Mistake caught: a cut at a fixed character.
+    from adapters._text import bounded
+    from tests.failure_output import truncated
+
+    paths = [("/tmp/staff-grade-abc/code/", ""), ("/tmp/staff-grade-abc", "<grading folder>")]
+    line = 'File "/tmp/staff-grade-abc/code/cs336_basics/x.py", line 3, in f\n'
+    for offset in range(len(line)):
+        text = "." * offset + line * 200
+        for kept in (truncated(text, 1000), bounded(text, 1000), bounded(text, 1000, keep_end=True)):
+            shown = scrub(kept, paths)
+            assert "/tmp" not in shown and "staff-" not in shown, (offset, shown[-200:])
+    assert truncated("a" * 50 + " /x " + "b" * 300, 200).startswith("a" * 50 + " /x " + "b" * 90)  # no path cut

@@ -1,0 +1,72 @@
+"""The worker's processes as /proc shows them, and the page tables they hold (stdlib only: this file
+runs in the worker, copied into its code folder).
+
+The zygote is the init of the worker's PID namespace or else the subreaper of everything its
+children start, so its descendants are every process the student's code started. Their page tables
+are memory no resource limit counts and, where the worker has no memory group of its own (an
+ordinary user's grade, a container), nothing in the kernel bounds: a read-only page of 4 KiB mapped
+1 GiB from the next costs 8 KiB of tables, up to vm.max_map_count (65,530) mappings a process, so
+512 MiB a process whatever its address-space limit. The zygote watches their sum instead
+(`worker.zygote`) and ends the child's processes past `PAGE_TABLE_LIMIT_KIB`.
+"""
+
+from __future__ import annotations
+
+import os
+
+# An honest process holds a few MiB (the worker's zygote after importing torch 2.4 MiB; a 4 GiB tensor
+# adds 8 MiB): the limit is for the sum over the child's processes, far above any honest grade, and
+# its margin covers what grows between two looks (one process maps ~850 MiB/s of tables at most).
+PAGE_TABLE_LIMIT_KIB = 256 << 10
+WATCH_INTERVAL_S = 0.05
+MOST_PROCESSES = 4096  # a walk stops here whatever /proc shows: more than any process limit of a worker
+
+
+def children(pid: int | str = "self") -> list[int]:
+    """The children of process `pid` (of every thread of it), living and dead-but-unreaped, as /proc
+    lists them; [] where it cannot (the process is gone, or the kernel has no children files)."""
+    pids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                pids += [int(child) for child in handle.read().split()]
+    except (OSError, ValueError):
+        pass
+    return pids
+
+
+def descendants() -> list[int]:
+    """Every process below this one (children, theirs, and so on), at most MOST_PROCESSES."""
+    found: list[int] = []
+    seen: set[int] = set()
+    pending = children()
+    while pending and len(found) < MOST_PROCESSES:
+        pid = pending.pop()
+        if pid not in seen:
+            seen.add(pid)
+            found.append(pid)
+            pending += children(pid)
+    return found
+
+
+def page_tables_kib(pid: int) -> int:
+    """The page tables process `pid` holds (VmPTE, KiB); 0 for a process that is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmPTE:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB) -> str | None:
+    """Why the processes below this one must end, when their page tables together hold more than
+    `limit_kib` (as the words that follow "the process running your code"); else None."""
+    held = sum(page_tables_kib(pid) for pid in descendants())
+    if held <= limit_kib:
+        return None
+    return (f"was stopped by the grader: your code's processes held {held / 1024:.0f} MiB of page tables (the "
+            f"kernel's maps of their memory), past the {limit_kib / 1024:.0f} MiB a grade allows; memory mapped "
+            f"in many small pieces far apart costs page tables out of proportion to its size")

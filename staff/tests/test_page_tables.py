@@ -1,0 +1,76 @@
+"""Page tables held by a student's processes are watched: no resource limit counts them, and where the
+worker has no memory group (an ordinary user's grade, a container) nothing in the kernel bounds them
+(a 4 KiB page mapped 1 GiB from the next costs 8 KiB of tables). The zygote sums VmPTE over every
+process below it (staff/sandbox/process_tree.py) and ends the child's processes past the limit; the
+red-team case `page-tables-of-scattered-pages` grades the whole path. Each test names the mistake it
+catches."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from staff.sandbox import confine
+
+SANDBOX = Path(confine.__file__).resolve().parent
+PAGES = 4096  # 1 GiB apart: about 32 MiB of page tables
+
+_PROBE = r"""
+import ctypes, json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import process_tree
+
+GIB, PAGE = 1 << 30, 4096
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+
+
+def scatter(pages):
+    start = 64 << 40  # 64 TiB: free address space on a 47-bit (or wider) x86-64 or arm64 layout
+    for i in range(pages):
+        want = start + i * GIB
+        got = libc.mmap(want, PAGE, 1, 0x02 | 0x20 | 0x4000, -1, 0)  # read-only, private, anonymous, no reserve
+        if got != want:
+            return i
+        ctypes.c_char.from_address(got).value  # maps the zero page: no memory, a page table
+    return pages
+
+
+reader, writer = os.pipe()
+child = os.fork()
+if child == 0:  # the serving child, small, whose own child holds the tables
+    grandchild = os.fork()
+    if grandchild == 0:
+        os.write(writer, json.dumps(scatter(int(sys.argv[2]))).encode().ljust(16))
+        time.sleep(60)
+        os._exit(0)
+    time.sleep(60)
+    os._exit(0)
+mapped = json.loads(os.read(reader, 16))
+found = {"mapped": mapped, "below": len(process_tree.descendants()),
+         "past_16": process_tree.page_tables_past_limit(16 << 10),
+         "past_default": process_tree.page_tables_past_limit()}
+for pid in process_tree.descendants():
+    os.kill(pid, 9)
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="VmPTE and /proc/PID/task/*/children are Linux's")
+def test_page_tables_of_a_grandchild_count_and_honest_processes_stay_under_the_limit():
+    # Mistakes caught: only the zygote's direct children summed (the serving child here is small and its
+    # own child holds the tables); a sum that reads RSS instead of VmPTE (the zero page costs no RSS).
+    done = subprocess.run([sys.executable, "-I", "-c", _PROBE, str(SANDBOX), str(PAGES)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout)
+    if found["mapped"] < PAGES:
+        pytest.skip(f"this machine's address space took {found['mapped']} pages 1 GiB apart, not {PAGES}")
+    assert found["below"] == 2, found
+    assert found["past_16"] is not None and "page tables" in found["past_16"], found
+    assert found["past_default"] is None, found  # 32 MiB and two small processes: far under the limit
