@@ -2,7 +2,8 @@
 
 Each entry gives the problem's number, its title (the points tables' first column), its handout page,
 the points the staff's hidden tests add when they grade (stated on each handout page, and checked
-against the hidden suite by `staff check`), and the cs336_basics module its functions live in. The
+against the hidden suite by `staff check`), the cs336_basics module its functions live in, and whether
+its tests step a torch optimizer on the student's side (`trains`). The
 points plugin (tests/grading.py), the staff's grader, checks and scaffold all read it from here.
 """
 
@@ -16,6 +17,9 @@ class Problem(NamedTuple):
     handout: str
     hidden_points: int  # what the staff's hidden tests add when they grade (stated on each handout page)
     module: str  # the cs336_basics module the problem's functions live in
+    # Whether its tests step a torch optimizer on the student's side: the grader's worker then imports
+    # torch._dynamo once, before any test, which the first step of a torch optimizer imports (1-2 s of CPU)
+    trains: bool = False
 
 
 PROBLEMS: dict[int, Problem] = {
@@ -28,8 +32,8 @@ PROBLEMS: dict[int, Problem] = {
     7: Problem("The model", "handout/07_model.md", 7, "model"),
     8: Problem("AdaGrad", "handout/08_adagrad.md", 12, "optimizer"),
     9: Problem("Memmap data loader", "handout/09_data.md", 14, "data"),
-    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 12, "checkpoint"),
-    11: Problem("Train it", "handout/11_train.md", 8, "train"),
+    10: Problem("Checkpoints and seeds", "handout/10_checkpoint.md", 12, "checkpoint", trains=True),
+    11: Problem("Train it", "handout/11_train.md", 8, "train", trains=True),
 }
 # The first column of every points table (this plugin's, `staff grade`'s, a batch's summary): wide
 # enough for the longest "N. Title", so a long title added next term keeps the columns aligned.

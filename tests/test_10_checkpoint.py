@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from adapters import checkpoint as A
+from adapters._speed import eager_step
 from tests.checkpoint_file import read_checkpoint
 from tests.checks import check_equal, explain, student_file_bytes, write_new_file
 
@@ -31,7 +32,7 @@ def train(model, optimizer, steps: range) -> None:
         x, y = batch(step)
         optimizer.zero_grad(set_to_none=True)
         torch.nn.functional.mse_loss(model(x), y).backward()
-        optimizer.step()
+        eager_step(optimizer)  # optimizer.step(), without importing torch._dynamo
 
 
 def restored(states: dict | None):

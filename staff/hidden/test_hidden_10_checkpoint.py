@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import checkpoint as A
+from adapters._speed import eager_step
 from tests.checkpoint_file import read_checkpoint
 from tests.checks import call_explained, check_equal, check_tensor, explain, student_file_bytes, write_new_file
 from tests.test_10_checkpoint import (
@@ -250,7 +251,7 @@ def two_states(dims: list[int], seed: int) -> tuple[dict, dict, dict]:
     for _ in range(2):
         optimizer.zero_grad(set_to_none=True)
         model(torch.randn(4, dims[0])).square().mean().backward()
-        optimizer.step()
+        eager_step(optimizer)  # optimizer.step(), without importing torch._dynamo
         checkpoints.append({"model": {k: v.clone() for k, v in model.state_dict().items()},
                             "optimizer": copy.deepcopy(optimizer.state_dict()), "iteration": len(checkpoints) + 1})
     return checkpoints[0], checkpoints[1]["model"], checkpoints[1]["optimizer"]

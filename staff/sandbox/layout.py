@@ -221,7 +221,7 @@ def build(scratch: Path, repo: Path, package: Path, suite_parts: tuple[str, ...]
         code=str(code), folder=str(worker), shared=str(shared), python=sys.executable, site_packages=packages,
         read_only=worker_read_only(packages, settings.cuda_confined), devices=worker_devices(),
         reveal=[sys.base_prefix, *packages],  # and the code folder, which only its worker may read (worker.py)
-        uid=uid, gid=uid, threads=threads, protections=settings.protections,
+        uid=uid, gid=uid, threads=threads, compiler=settings.trains(), protections=settings.protections,
         cuda=settings.cuda_confined, cuda_start=preflight,
         # as root, every grade's: with Landlock off or missing (a cluster node's older kernel), the worker's own uid
         # still read the world-readable checkout (a stub scored full marks with the reference's modules)

@@ -132,6 +132,10 @@ class Settings:
         (worker.confine_child; `staff gpu-check` tries each): a GPU grade, or a CPU grade that tests them."""
         return self.gpu or self.gpu_confinement
 
+    def trains(self) -> bool:
+        """Whether a problem graded has the student's code build or step a torch optimizer (`Problem.trains`)."""
+        return any(PROBLEMS[n].trains for n in (PROBLEMS if self.problems is None else self.problems))
+
     def torch_threads(self, jobs: int = 1, cpus: float | None = None) -> int:
         """The student's torch threads: the setting, or the CPUs available shared among `jobs`."""
         if self.threads:

@@ -223,12 +223,16 @@ def _end_children(child: int | None, init: bool, baseline_kib: int = 0) -> tuple
     return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)), peak_kib + others_kib
 
 
-def import_torch(threads: int) -> None:
+def import_torch(threads: int, compiler: bool = True) -> None:
     """What the zygote imports before it says hello, once for every child: numpy, torch and the
-    adapters, never student code. Its address space is what settings.MEMORY_FLOOR_GIB is measured by."""
+    adapters, never student code, and with `compiler` torch._dynamo (a torch optimizer's first step
+    imports it, 1-2 s of CPU: once here rather than in a test's time, where the problems graded train).
+    Its address space, all imported, is what settings.MEMORY_FLOOR_GIB is measured by."""
     import numpy  # noqa: F401
     import torch
-    import torch._dynamo  # noqa: F401 - any optimizer's first use imports it (about 2 s): once here, for every child
+
+    if compiler:
+        import torch._dynamo  # noqa: F401
 
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(threads)  # else as many as the machine's cores, past the process limit
@@ -240,7 +244,7 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     init = os.getpid() == 1
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # nothing in the namespace may stop the zygote
     try:
-        import_torch(config["threads"])
+        import_torch(config["threads"], config.get("compiler", True))
     except BaseException as error:  # noqa: BLE001 - the grader must hear why the worker cannot start
         control.sendall(json.dumps({"op": "hello", "ok": False, "error": _student_traceback(error)}).encode() + b"\n")
         return

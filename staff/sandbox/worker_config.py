@@ -60,6 +60,7 @@ class WorkerConfig:
     uid: int | None
     gid: int | None
     threads: int = 1
+    compiler: bool = True  # the zygote imports torch._dynamo, which a torch optimizer's first step imports (1-2 s)
     protections: Protections = field(default_factory=Protections)
     limits: Limits = field(default_factory=Limits)
     cuda: bool = False  # confined as a GPU grade's: each child sets Landlock, narrows its filter (worker.confine_child)
