@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from staff.grading import collected
-from staff.grading.suite_run import child_env, read_report
+from staff.grading.suite_run import PLUGINS, child_env, read_report
 from staff.sandbox.removal import scratch_folder
 from staff.sources.problem_files import hidden_test_files, public_test_files
 from tests.grading import HIDDEN_VISIBILITY, GradedTest
@@ -52,8 +52,8 @@ def collect_only(workspace: Path, hidden: bool = False, problems: set[int] | Non
     must never derive a total from half the tests."""
     with scratch_folder("staff-collect-") as scratch:
         report = scratch / "report.jsonl"
-        done = subprocess.run([sys.executable, "-m", "pytest", *_selection(hidden, problems, gpu), "--collect-only",
-                               "-q", "--grading-report", str(report), "-p", "no:cacheprovider",
+        done = subprocess.run([sys.executable, "-m", "pytest", *PLUGINS, *_selection(hidden, problems, gpu),
+                               "--collect-only", "-q", "--grading-report", str(report), "-p", "no:cacheprovider",
                                f"--hidden-visibility={hidden_visibility}"],
                               cwd=workspace, env=child_env(workspace), capture_output=True, text=True,
                               errors="replace", stdin=subprocess.DEVNULL, check=False)

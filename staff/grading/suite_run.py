@@ -99,10 +99,18 @@ def read_report(path: Path) -> Report:
     return report
 
 
+# The pytest plugins a grade's test process loads: no other installed one is loaded (pytest loads every
+# installed plugin by default; xdist's and jaxtyping's imports alone cost a second of CPU in each grade).
+# pytest-timeout for --timeout; hypothesis's for the hidden suites' property tests and --hypothesis-seed.
+PLUGINS = ("-p", "pytest_timeout", "-p", "_hypothesis_pytestplugin")
+
+
 def child_env(pythonpath: Path) -> dict[str, str]:
-    """The test process's environment: this one's, less pytest's and Python's variables, importing from `pythonpath`."""
+    """The test process's environment: this one's, less pytest's and Python's variables, importing from
+    `pythonpath`, with no pytest plugin loaded unless named (`PLUGINS`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
-    env.update(PYTHONPATH=str(pythonpath), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
+    env.update(PYTHONPATH=str(pythonpath), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     return env
 
 
@@ -137,7 +145,7 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
     # Plain asserts: the checks' messages say everything, and rewriting every test module costs seconds.
     # No tracebacks from pytest: the points plugin writes each failure's text itself, far more cheaply.
     # Under a keeper (staff/sandbox/keeper.py): however the run ends, no process it started is left.
-    command = [sys.executable, "-I", str(KEEPER), sys.executable, "-m", "pytest", *suites, "--grading-report",
+    command = [sys.executable, "-I", str(KEEPER), sys.executable, "-m", "pytest", *PLUGINS, *suites, "--grading-report",
                str(report_path), "-q", "--tb=no", "-p", "no:cacheprovider", "--color=no", "--assert=plain", *extra]
     killed_before = memory.oom_kills()
     with log_path.open("w") as log:
