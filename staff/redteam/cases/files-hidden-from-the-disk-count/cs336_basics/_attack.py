@@ -53,4 +53,7 @@ def attack(args):
     if left < ENTRIES:
         raise OSError(f"{left} of the {ENTRIES} entries made in a folder of mode {MODE:o} are left: the grader "
                       f"counted them and removed them")
+    if len(_made) == 1:  # said once per process
+        _made.append("said")
+        print(f"all {ENTRIES} entries of the folder of mode {MODE:o} are still there", flush=True)
     return None  # the function's own body runs on

@@ -2,7 +2,8 @@ import sys
 
 HEADER_BYTES = (8 << 20) - 4096  # the reply's JSON header may hold 8 MiB; the frame's own keys take a few bytes
 DEPTH = 60  # the decoder allows 64 levels: one item is 60 lists, each inside the one before
-REPLIES = 2  # replies sent so: one is enough to raise the peak, the second shows it again
+BLOB_BYTES = (64 << 20) - 4096  # a reply may also carry 64 MiB of blobs, read whole before the header is decoded
+REPLIES = 4  # replies sent so (each a failed test of Problem 1)
 _sent = []  # the replies replaced so far
 _armed = []  # calls of bytes_per_element whose reply is still to be replaced
 
@@ -29,7 +30,7 @@ def _replace_encoder(codec):
         if _armed:
             _armed.clear()
             _sent.append(len(header))
-            return header, []
+            return header, [bytes(BLOB_BYTES)]  # named by no node: read, and alive while the header is decoded
         return original(value)
 
     codec.encode = encode
