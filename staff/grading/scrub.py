@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+from typing import NamedTuple
 
 from adapters._text import shown_text
 from staff.grading.selection import REPO_ROOT
@@ -21,16 +22,27 @@ INTAKE_CHARS = 2000  # of the lines saying which files were graded (names come f
 OUTPUT_BUDGET_BYTES = 600_000
 
 
-def machine_paths(workspace: Workspace) -> list[tuple[str, str]]:
-    """(path, what to show instead) for the grading machine's folders, most specific first: nothing
-    in results.json says where the grader keeps its files or its Python."""
+class MachinePath(NamedTuple):
+    """A folder of the grading machine, and what results.json shows instead."""
+
+    path: str
+    shown: str
+    anywhere: bool = False  # a name drawn at random for this grade: replaced wherever it stands, in any word
+
+
+def machine_paths(workspace: Workspace) -> list[MachinePath]:
+    """The grading machine's folders, most specific first: nothing in results.json says where the
+    grader keeps its files or its Python. The grade's scratch folder (and the code folder in it) has a
+    random name, so no other path holds it by chance: it is replaced even glued to a word."""
     import site
 
     python = [sys.prefix, sys.base_prefix, *site.getsitepackages()]
-    pairs = [(f"{workspace.code}{os.sep}", ""), (str(workspace.scratch), "<grading folder>"),
-             *((folder, "<python>") for folder in python), (str(REPO_ROOT), "<grader>"),
-             (os.path.expanduser("~"), "<home>")]
-    return sorted({p: s for p, s in pairs if len(p) > 1}.items(), key=lambda pair: -len(pair[0]))
+    paths = [MachinePath(f"{workspace.code}{os.sep}", "", True), MachinePath(str(workspace.scratch),
+                                                                             "<grading folder>", True),
+             *(MachinePath(folder, "<python>") for folder in python), MachinePath(str(REPO_ROOT), "<grader>"),
+             MachinePath(os.path.expanduser("~"), "<home>")]
+    unique = {path.path: path for path in reversed(paths) if len(path.path) > 1}  # the first of each path wins
+    return sorted(unique.values(), key=lambda path: -len(path.path))
 
 
 _BEFORE_PATH = r"[\w.~/-]"  # a path preceded by one of these is the end of another path
@@ -41,18 +53,23 @@ _AFTER_PATH = r"[\w~-]|\.\w"  # and followed by one of these, the start of anoth
 _ESCAPED_BEFORE = (r"\\x[0-9a-fA-F]{2}", r"\\u[0-9a-fA-F]{4}", r"\\[nrt0]")
 
 
-def scrub(text: str, paths: list[tuple[str, str]]) -> str:
-    """`text` with each of `paths` (from `machine_paths`) replaced where it stands as a path of its own
-    (home `/root` is not replaced inside `/autograder/root/x` nor in `/rootfs`), as `shown_text`
-    makes it (a terminal escape or a bidi override from the submission reaches no TA's screen)."""
-    for path, shown in paths:
+def scrub(text: str, paths: list[MachinePath] | list[tuple[str, str]]) -> str:
+    """`text` with each of `paths` (from `machine_paths`; a (path, shown) pair is one not `anywhere`)
+    replaced where it stands as a path of its own (home `/root` is not replaced inside
+    `/autograder/root/x` nor in `/rootfs`), or wherever it stands if `anywhere`, as `shown_text` makes
+    it (a terminal escape or a bidi override from the submission reaches no TA's screen). A courtesy to
+    honest output, not a secret: a submission can print a path it read in any encoding."""
+    for path, shown, *anywhere in paths:
+        if anywhere and anywhere[0]:
+            text = text.replace(path, shown)
+            continue
         after = "" if path.endswith(os.sep) else f"(?!{_AFTER_PATH})"
         before = "|".join([f"(?<!{_BEFORE_PATH})", *(f"(?<={escape})" for escape in _ESCAPED_BEFORE)])
         text = re.sub(f"(?:{before}){re.escape(path)}{after}", lambda _: shown, text)
     return shown_text(text)
 
 
-def scrubbed(data: object, paths: list[tuple[str, str]]) -> object:
+def scrubbed(data: object, paths: list[MachinePath]) -> object:
     """`data` (JSON-like) with every string in it, keys included, scrubbed and cut to INTAKE_CHARS."""
     if isinstance(data, str):
         return truncated(scrub(data, paths), INTAKE_CHARS)

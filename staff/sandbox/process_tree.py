@@ -49,15 +49,34 @@ def descendants() -> list[int]:
     return found
 
 
-def page_tables_kib(pid: int) -> int:
-    """The page tables process `pid` holds (VmPTE, KiB); 0 for a process that is gone or a zombie."""
+def _vmpte_kib(status: str) -> int | None:
+    """VmPTE from the /proc status file at `status` (KiB); None where it has none or cannot be read."""
     try:
-        with open(f"/proc/{pid}/status") as handle:
+        with open(status) as handle:
             for line in handle:
                 if line.startswith("VmPTE:"):
                     return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def page_tables_kib(pid: int) -> int:
+    """The page tables process `pid` holds (VmPTE, KiB); 0 for a process that is gone or a zombie.
+
+    Read from a living thread: a process whose first thread has exited on its own (the thread-only
+    exit call) lives on in its other threads, and its own status file then shows no memory at all."""
+    held = _vmpte_kib(f"/proc/{pid}/status")
+    if held is not None:
+        return held
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks[:MOST_PROCESSES]:
+        held = _vmpte_kib(f"/proc/{pid}/task/{task}/status")
+        if held is not None:
+            return held  # the threads share one address space: any living one says it all
     return 0
 
 

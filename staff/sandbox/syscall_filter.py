@@ -36,6 +36,7 @@ _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 _INODE_IOCTLS = [0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602, 0x40806685, 0x40049409, 0x4020940D,
                  0xC0189436]
 _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY = 6, 7, 37, 38, 1024, 1026
+_F_SETOWN, _F_SETSIG, _F_SETOWN_EX = 8, 10, 15
 _PRIO_PROCESS = 0
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_W_ABS, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x25, 0x35, 0x45, 0x06
@@ -92,7 +93,8 @@ def seccomp_program(machine: str, sockets: bool = True,
     file locks and socket buffer sizes with EPERM; the allowed calls pass; any other number fails
     with ENOSYS. Without `sockets` (a GPU grade's worker, until each child has started CUDA: the
     driver connects to its daemons over unix sockets), socket() and socketpair() are allowed for
-    AF_UNIX alone, and syscalls.GPU_ONLY, fcntl's locks and any socket option are allowed. The calls
+    AF_UNIX alone, and syscalls.GPU_ONLY, fcntl's locks, prctl's PR_SET_SECCOMP and any socket option are
+    allowed (each child stacks the CPU grade's filter, which refuses them again). The calls
     that change a process's limits or scheduling act on pid 0 (the caller) only, and kill(-1) is
     refused unless `namespace_init` (the worker is its PID namespace's init, where -1 means every
     process of the namespace)."""
@@ -113,8 +115,10 @@ def seccomp_program(machine: str, sockets: bool = True,
         [_arg(0), (_JEQ_K, 0, 1, _AF_UNIX), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, no_family)],
         "clone": [_arg(0), (_JSET_K, 0, 1, _CLONE_NEW_ANY), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, allow)],
         "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX, *_INODE_IOCTLS], deny),
-        "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY], deny)
+        "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY,
+                                    _F_SETOWN, _F_SETSIG, _F_SETOWN_EX], deny)
         if sockets else [(_RET_K, 0, 0, allow)],
+        "prctl": _refuse_values(0, [PR_SET_SECCOMP], deny) if sockets else [(_RET_K, 0, 0, allow)],
         # jt=1 skips the allow below when the level is SOL_SOCKET, whose buffer sizes are then checked
         "setsockopt": [_arg(1), (_JEQ_K, 1, 0, _SOL_SOCKET), (_RET_K, 0, 0, allow),
                        *_refuse_values(2, [_SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE], deny)]

@@ -50,7 +50,7 @@ ALLOWED: list[tuple[str, str]] = [
      "own children and session; getpgid, getsid and capget of another pid read, and change nothing)",
      "getpid getppid gettid getpgid getpgrp getsid setsid setpgid getuid geteuid getgid getegid getresuid "
      "getresgid getgroups capget capset getrlimit setrlimit getrusage times uname sysinfo getrandom "
-     "getcpu prctl"),
+     "getcpu"),
     ("reading scheduling settings (of any pid: they change nothing; libgomp reads its threads' affinity by tid); "
      "the calls that change them are CHECKED",
      "sched_yield sched_getaffinity sched_getparam sched_getscheduler sched_getattr sched_get_priority_max "
@@ -72,8 +72,6 @@ ALLOWED: list[tuple[str, str]] = [
      "eventfd eventfd2 pipe pipe2"),
     ("on the only sockets there are, its own stream or seqpacket pairs (which ignore or refuse an address)",
      "sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg shutdown getsockname getpeername getsockopt"),
-    ("narrowing itself further: more seccomp filters can only take rights away (at most 32,768 instructions a "
-     "thread)", "seccomp"),
 ]
 
 # name: what the filter checks, for calls allowed only with some arguments (see syscall_filter.seccomp_program).
@@ -97,7 +95,10 @@ CHECKED: dict[str, str] = {
              "own the file, which as an ordinary user it does for the grader's); the rest acts on a descriptor "
              "it holds",
     "fcntl": "no record lock, lease or dnotify: a lock on a file of the shared environment is seen by every "
-             "grade (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY)",
+             "grade (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY); no owner or signal "
+             "for a descriptor's I/O (F_SETOWN, F_SETOWN_EX, F_SETSIG), with which the kernel signals the owner, "
+             "any pid, without a kill call",
+    "prctl": "not PR_SET_SECCOMP: a filter stacked through prctl is kernel memory as seccomp's is (see its line)",
     # Without a PID namespace another process of the same uid (a batch neighbour, the grader, the TA's shell)
     # is in reach of these by pid; pid 0 means the caller, and the filter cannot know the caller's pid.
     "prlimit64": "pid 0 only (itself): another pid's limits are another process's (glibc's setrlimit passes 0)",
@@ -118,7 +119,7 @@ CHECKED: dict[str, str] = {
 # without it; NVIDIA/OpenShell issue 1696). The child then stacks the CPU grade's filter, which refuses
 # them again (worker.confine_child).
 GPU_ONLY = "bind listen connect accept accept4 flock memfd_create landlock_create_ruleset landlock_add_rule " \
-    "landlock_restrict_self".split()
+    "landlock_restrict_self seccomp".split()
 
 REFUSED: list[tuple[str, int, str]] = [
     ("System V IPC: objects found by a key anyone can guess, outliving their process; refused in every mode, "
@@ -141,6 +142,10 @@ REFUSED: list[tuple[str, int, str]] = [
      "bpf perf_event_open fanotify_init fanotify_mark inotify_init inotify_init1 inotify_add_watch "
      "inotify_rm_watch"),
     ("userfaultfd: a tool for racing the kernel", errno.EPERM, "userfaultfd"),
+    ("more seccomp filters: each is kernel memory no limit counts without a memory group (3,600 filters a "
+     "thread, 7-8 KiB each: 33 children held 0.76 GiB as an ordinary user), and the worker is filtered "
+     "already; a GPU grade's child stacks the CPU grade's filter with it (prctl's PR_SET_SECCOMP too: see "
+     "its line)", errno.EPERM, "seccomp"),
     ("files opened by handle, past every path check (Landlock's included)", errno.EPERM,
      "name_to_handle_at open_by_handle_at"),
     ("the kernel log: a message carries a name the worker sets, readable where dmesg is open", errno.EPERM,

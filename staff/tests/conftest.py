@@ -178,9 +178,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "one-blob-many-times-in-a-reply": [()], "file-folios-held-by-pipes": [()],
                   "epoll-watches-in-many-processes": [()], "file-flags-outside-the-folder": [(), ("namespaces",)],
                   "page-tables-of-scattered-pages": [("namespaces",)],
-                  "header-of-nested-lists": [()], "page-tables-of-leaderless-processes": [(), ("namespaces",)],
-                  "files-hidden-from-the-disk-count": [()], "paths-glued-to-a-word": [()],
-                  "seccomp-filters-in-many-processes": [()], "sigio-to-the-test-process": [(), ("namespaces",)]}
+                  "page-tables-of-leaderless-processes": [("namespaces",)], "files-hidden-from-the-disk-count": [()],
+                  "seccomp-filters-in-many-processes": [()], "sigio-to-the-test-process": [("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -11,6 +11,7 @@ import ctypes
 import json
 import os
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +82,27 @@ def test_a_blob_named_by_many_nodes_is_decoded_once():
     assert values == [bytes(1 << 20)] * 48 and all(value is values[0] for value in values)
     arrays = _codec.decode(json.dumps([{"N": ["uint8", [1 << 20], 0]}] * 48), [bytes(1 << 20)])
     assert all(np.shares_memory(array, arrays[0]) for array in arrays), "each array over a copy of its own"
+
+
+def test_a_header_of_many_lists_is_refused_before_any_is_built():
+    # Mistake caught: lists decoded however many the header holds. A worker's encoder (its code can
+    # change it) sent 8 MiB of lists nested 60 deep, 4.2 million, which json.loads and then the decoder
+    # each built (751 MiB and 6.4 s of the test process for one reply). The bound is checked on the
+    # header's text, before json.loads; and an honest value past it is refused where it is encoded.
+    nested = "[" * 60 + "]" * 60
+    header = "[" + ",".join([nested] * (_codec.MAX_CONTAINERS // 60 + 1)) + "]"
+    tracemalloc.start()
+    try:
+        with pytest.raises(_codec.CodecError, match="lists and objects"):
+            _codec.decode(header, [])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"refusing held {peak:,} bytes"
+    with pytest.raises(_codec.CodecError, match="send a tensor or an array"):
+        _codec.encode([[i] for i in range(_codec.MAX_CONTAINERS)])
+    rows = [[float(i)] * 3 for i in range(10_000)]  # a table as nested lists: crosses as it is
+    assert _codec.copy(rows) == rows and _codec.copy({str(i): (i, i) for i in range(50_000)})["7"] == (7, 7)
 
 
 def test_a_small_broadcast_view_still_crosses():
@@ -221,6 +243,52 @@ def test_the_counted_disk_quota_sees_bytes_and_files_and_not_holes(tmp_path):
     assert "60 files" in quota.exceeded() or "51 files" in quota.exceeded()
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="folder modes as Linux has them")
+def test_a_folder_closed_to_the_grader_fails_the_quota_and_is_removed(tmp_path):
+    # Mistake caught: a folder the counting cannot list skipped, as if empty (a worker that made one with
+    # mode 0o300, which the filter leaves alone, kept 24,000 files past the 20,000 allowed, as an ordinary
+    # user). Run as a uid without root's power to read any folder, as the grader is where it counts.
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="staff-quota-"))  # pytest's own folder is closed to another uid
+    base.chmod(0o711)
+    try:
+        said, hidden = _closed_folder_counted(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert "may not list ('hidden'" in said and not hidden, said
+
+
+def _closed_folder_counted(tmp_path: Path) -> tuple[str, bool]:
+    """What the quota says of a folder holding a folder of mode 0o300, counted by a uid that is not
+    root, and whether that folder is still there after."""
+    folder = tmp_path / "worker"
+    folder.mkdir()
+    hidden = folder / "hidden"
+    hidden.mkdir(mode=0o300)
+    os.chmod(hidden, 0o300)
+    (hidden / "kept").touch()  # through the write and search rights the mode leaves
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        said = "setuid failed"
+        try:
+            if os.geteuid() == 0:
+                for path in (folder, hidden, hidden / "kept"):
+                    os.lchown(path, 65534, 65534)
+                os.setgid(65534)
+                os.setuid(65534)
+            said = str(DiskQuota([folder], max_bytes=1 << 20, max_files=50).exceeded())
+        finally:
+            os.write(writer, said.encode()[:4000])
+            os._exit(0)
+    os.close(writer)
+    said = os.read(reader, 4000).decode()
+    os.waitpid(child, 0)
+    return said, hidden.exists()
+
+
 @pytest.mark.skipif(not LINUX_ROOT, reason="a user of its own needs root on Linux")
 def test_what_a_worker_user_leaves_is_removed(tmp_path):
     # Mistake: ending the worker's processes but not what outlives them: System V objects (outside
@@ -334,3 +402,21 @@ def test_no_cut_of_an_output_leaves_part_of_a_machine_path():
             shown = scrub(kept, paths)
             assert "/tmp" not in shown and "staff-" not in shown, (offset, shown[-200:])
     assert truncated("a" * 50 + " /x " + "b" * 300, 200).startswith("a" * 50 + " /x " + "b" * 90)  # no path cut
+
+
+def test_the_grades_own_folders_are_scrubbed_even_glued_to_a_word():
+    # A path preceded by a letter reads as the end of another path and is left alone (so that home
+    # `/root` stays in `/autograder/root`); a submission glued one letter to its working folder and the
+    # grade's scratch folder reached results.json ("w/tmp/staff-grade-r500wfve/workerx"). Its name is
+    # drawn at random, so it is replaced wherever it stands. Mistake caught: the scratch folder scrubbed
+    # only as a path of its own.
+    from staff.grading.scrub import machine_paths
+    from staff.sandbox.layout import Workspace
+
+    scratch = Path("/tmp/staff-grade-r500wfve")
+    workspace = Workspace(scratch, scratch / "grader", scratch / "code", scratch / "worker", scratch / "shared", None)
+    paths = machine_paths(workspace)
+    shown = scrub(f"w{scratch}/workerx and x{scratch}/code/cs336_basics/a.py", paths)
+    assert "staff-grade-r500wfve" not in shown and shown == "w<grading folder>/workerx and xcs336_basics/a.py", shown
+    home = os.path.expanduser("~")
+    assert scrub(f"/autograder{home}/x", paths) == f"/autograder{home}/x"  # home is not random: a path of its own
