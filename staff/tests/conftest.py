@@ -182,7 +182,7 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "seccomp-filters-in-many-processes": [()], "sigio-to-the-test-process": [("namespaces",)],
                   "links-listed-by-the-disk-count": [()], "files-unlinked-while-open": [()],
                   "negative-dentries-from-many-names": [()], "timers-use-up-the-users-signals": [()],
-                  "folders-deeper-than-a-path": [()]}
+                  "folders-deeper-than-a-path": [()], "directories-that-keep-their-size": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 
