@@ -13,12 +13,14 @@ ordinary user's grade, a container), nothing in the kernel bounds: a read-only p
 from __future__ import annotations
 
 import os
+import stat
 
 # An honest process holds a few MiB (the worker's zygote after importing torch 2.4 MiB; a 4 GiB tensor
 # adds 8 MiB): the limit is for the sum over the child's processes, far above any honest grade, and
 # its margin covers what grows between two looks (one process maps ~850 MiB/s of tables at most).
 PAGE_TABLE_LIMIT_KIB = 256 << 10
 WATCH_INTERVAL_S = 0.05
+FILE_LOOKS_EVERY = 10  # watches: the open files are looked at every 0.5 s (a listing of each process's descriptors)
 MOST_PROCESSES = 4096  # a walk stops here whatever /proc shows: more than any process limit of a worker
 
 
@@ -80,12 +82,40 @@ def page_tables_kib(pid: int) -> int:
     return 0
 
 
-def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB) -> str | None:
-    """Why the processes below this one must end, when their page tables together hold more than
-    `limit_kib` (as the words that follow "the process running your code"); else None."""
-    held = sum(page_tables_kib(pid) for pid in descendants())
+def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int] | None = None) -> str | None:
+    """Why the processes below this one (or `pids`) must end, when their page tables together hold more
+    than `limit_kib` (as the words that follow "the process running your code"); else None."""
+    held = sum(page_tables_kib(pid) for pid in (descendants() if pids is None else pids))
     if held <= limit_kib:
         return None
     return (f"was stopped by the grader: your code's processes held {held / 1024:.0f} MiB of page tables (the "
             f"kernel's maps of their memory), past the {limit_kib / 1024:.0f} MiB a grade allows; memory mapped "
             f"in many small pieces far apart costs page tables out of proportion to its size")
+
+
+def deleted_files_past_limit(limit_bytes: int, pids: list[int] | None = None) -> str | None:
+    """Why the processes below this one (or `pids`) must end, when the files they hold open after
+    deleting them (in no folder, so no count of the folders sees them, yet on a disk) take more than
+    `limit_bytes` together, or when one's descriptors are closed to this process (it made itself not
+    dumpable to hide them); else None."""
+    held, seen = 0, set()
+    for pid in descendants() if pids is None else pids:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except FileNotFoundError:
+            continue
+        except PermissionError:
+            return ("was stopped by the grader: one of your code's processes closed its open files to the grader "
+                    "(prctl PR_SET_DUMPABLE), which must see what they hold on disk")
+        for descriptor in descriptors:
+            try:
+                info = os.stat(f"/proc/{pid}/fd/{descriptor}")
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                held += info.st_blocks * 512
+    if held <= limit_bytes:
+        return None
+    return (f"was stopped by the grader: your code's processes held {held / 2**20:.0f} MiB in files deleted while "
+            f"still open, past the disk limit of {limit_bytes / 2**30:g} GiB")

@@ -120,12 +120,35 @@ def tasks_of(uid: int) -> int:
     return count
 
 
+# Signals queued and POSIX timers held, together: each is kernel memory charged to the uid's count,
+# which the TA's own processes share (a worker in a user namespace of its own charges its owner's
+# count too), so a worker that took it all (96,367 timers) left the TA's processes unable to make a
+# timer or queue a signal. Nothing a worker runs queues one (the kernel's own signals do not count).
+SIGNALS_QUEUED = 64
+
+
+def queued_signals() -> int:
+    """The signals queued and timers held now by this process's uid, as the kernel counts them for
+    RLIMIT_SIGPENDING (the first number of SigQ in /proc/self/status); 0 where it cannot tell."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("SigQ:"):
+                    return int(line.split()[1].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def set_limits(memory_bytes: int | None, cpu_seconds: int, file_bytes: int, processes: int, open_files: int) -> str:
     """Resource limits for this process and its children; None leaves memory unlimited. `processes`
     is the worker's own: where the kernel counts every task of the uid (see `counted_apart`), those
-    the uid runs now are added, so that a TA's shell does not use up the worker's share."""
+    the uid runs now are added, so that a TA's shell does not use up the worker's share; so are the
+    signals queued now to SIGNALS_QUEUED, which the kernel counts by uid as well."""
     wanted = [(resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_FSIZE, file_bytes),
               (resource.RLIMIT_NOFILE, open_files), (resource.RLIMIT_CORE, 0)]
+    if hasattr(resource, "RLIMIT_SIGPENDING"):
+        wanted.append((resource.RLIMIT_SIGPENDING, SIGNALS_QUEUED + queued_signals()))
     if memory_bytes is not None:
         wanted.append((resource.RLIMIT_AS, memory_bytes))
     if hasattr(resource, "RLIMIT_NPROC"):

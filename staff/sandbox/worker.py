@@ -262,9 +262,14 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     baseline_kib = hello["peak_kib"]
 
     child, ended = None, None  # the serving child; how one the zygote ended itself ended (code, peak, why)
+    disk_bytes, looks = config["limits"]["disk_bytes"], 0
     while True:
         if child is not None and not select.select([control], [], [], process_tree.WATCH_INTERVAL_S)[0]:
-            why = process_tree.page_tables_past_limit()
+            looks += 1
+            pids = process_tree.descendants()
+            why = process_tree.page_tables_past_limit(pids=pids)
+            if why is None and looks % process_tree.FILE_LOOKS_EVERY == 0:
+                why = process_tree.deleted_files_past_limit(disk_bytes, pids)
             if why is not None:  # its pipes close, and the grader asks for a fresh child and hears why
                 ended, child = (*_end_children(child, init, baseline_kib), why), None
             continue

@@ -25,8 +25,8 @@ class Limits:
     worker has no memory group (an ordinary user, Docker), nothing else does: a pipe keeps its buffer
     while one end is open, and past the user's 64 MiB (fs.pipe-user-pages-soft) each new pipe holds
     8 KiB, so pipes hold at most 64 MiB + processes x open files x 8 KiB. Page tables are not bounded
-    so: one byte read every 2 MiB of one mapping costs its address space / 512, but pages mapped 1 GiB
-    apart cost 8 KiB each, up to the kernel's 65,530 mappings (512 MiB a process; docs/sandbox.md).
+    so (pages mapped 1 GiB apart cost 8 KiB each, up to the kernel's 65,530 mappings: 512 MiB a
+    process), nor are files deleted while open: the zygote watches both (`process_tree`).
     The reference's whole grade ran with a limit of 14 processes and threads and
     64 open files."""
 

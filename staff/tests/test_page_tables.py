@@ -83,3 +83,46 @@ def test_page_tables_of_a_grandchild_count_and_honest_processes_stay_under_the_l
     assert found["below"] == 2, found
     assert found["past_16"] is not None and "page tables" in found["past_16"], found
     assert found["past_default"] is None, found  # 32 MiB and two small processes: far under the limit
+
+
+_DELETED = r"""
+import json, os, sys, tempfile, time
+sys.path.insert(0, sys.argv[1])
+import process_tree
+
+reader, writer = os.pipe()
+child = os.fork()
+if child == 0:  # writes 3 MiB, deletes the file and keeps it open; and a deleted file of 1 MiB twice
+    folder = tempfile.mkdtemp()
+    kept = []
+    for name, size in (("big", 3 << 20), ("small", 1 << 20)):
+        handle = open(os.path.join(folder, name), "wb")
+        handle.write(os.urandom(size))
+        handle.flush()
+        os.fsync(handle.fileno())
+        os.unlink(handle.name)
+        kept += [handle, os.dup(handle.fileno())]
+    os.rmdir(folder)
+    os.write(writer, b"x")
+    time.sleep(60)
+    os._exit(0)
+os.read(reader, 1)
+found = {"past_3": process_tree.deleted_files_past_limit(3 << 20),
+         "past_5": process_tree.deleted_files_past_limit(5 << 20)}
+os.kill(child, 9)
+os.waitpid(child, 0)
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/PID/fd as Linux has it")
+def test_files_deleted_while_open_count_against_the_disk_limit_once_each():
+    # Mistakes caught: only the folders counted (a worker wrote three 200 MiB files, deleted them and kept
+    # them open across calls: 600 MiB on a disk past a 0.25 GiB limit, as an ordinary user); a file held
+    # by two descriptors counted twice (4 MiB here would read as 8).
+    done = subprocess.run([sys.executable, "-I", "-c", _DELETED, str(SANDBOX)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout)
+    assert found["past_3"] is not None and "4 MiB in files deleted while still open" in found["past_3"], found
+    assert found["past_5"] is None, found
