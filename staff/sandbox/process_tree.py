@@ -96,17 +96,15 @@ def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int
 def deleted_files_past_limit(limit_bytes: int, pids: list[int] | None = None) -> str | None:
     """Why the processes below this one (or `pids`) must end, when the files they hold open after
     deleting them (in no folder, so no count of the folders sees them, yet on a disk) take more than
-    `limit_bytes` together, or when one's descriptors are closed to this process (it made itself not
-    dumpable to hide them); else None."""
+    `limit_bytes` together; else None. A process whose descriptors are closed to this one is passed
+    over: an honest one can be (a daemon that ran /bin/sleep was, in the grader), and treating it as
+    hiding failed honest code."""
     held, seen = 0, set()
     for pid in descendants() if pids is None else pids:
         try:
             descriptors = os.listdir(f"/proc/{pid}/fd")
-        except FileNotFoundError:
+        except OSError:
             continue
-        except PermissionError:
-            return ("was stopped by the grader: one of your code's processes closed its open files to the grader "
-                    "(prctl PR_SET_DUMPABLE), which must see what they hold on disk")
         for descriptor in descriptors:
             try:
                 info = os.stat(f"/proc/{pid}/fd/{descriptor}")

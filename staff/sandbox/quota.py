@@ -7,11 +7,12 @@ leaves them over the limit fails, its files removed, so the next test and the ne
 room. Counting cannot stop a write while a call runs; it only bounds what stays. (Files deleted while
 a process keeps them open are in no folder: the worker's zygote counts those, `process_tree`.)
 
-The count walks by descriptor (a path deeper than PATH_MAX is no hiding place), holds one folder's
-subfolder names at a time and stops at the first limit crossed (half a million links in one folder
-cost it nothing), counts a folder's own blocks (an ext4 folder keeps the blocks its entries once
-took), a file's blocks once however many links name it, and fails a folder it cannot count: one it
-may not list, or one more than MAX_DEPTH folders deep.
+The count walks by descriptor (a path deeper than PATH_MAX is no hiding place), holding two at most
+however deep the tree (it climbs back through "..", checked against the folder it came from, as
+`removal.remove_tree` does) and the names of the subfolders still to visit; it stops at the first limit
+crossed (half a million links in one folder cost it nothing), counts a folder's own blocks (an ext4
+folder keeps the blocks its entries once took) and a file's blocks once however many links name it,
+and fails a folder it cannot count: one it may not list, or one that moved while it counted.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from pathlib import Path
 
 from staff.sandbox.removal import remove_tree
 
-MAX_DEPTH = 64  # folders below a counted one: the walk holds a descriptor for each level
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CLOSED = "a folder the grader may not list (a mode without read permission)"
 
@@ -44,15 +44,7 @@ class DiskQuota:
         self._size, self._files, self._inodes = 0, 0, set()
         try:
             for folder in self.folders:
-                try:
-                    handle = os.open(folder, _FOLDER)
-                except FileNotFoundError:
-                    continue
-                try:
-                    self._size += os.fstat(handle).st_blocks * 512
-                    self._walk(handle, 0)
-                finally:
-                    os.close(handle)
+                self._walk(folder)
         except _Uncountable as why:
             return self._size, self._files, str(why)
         return self._size, self._files, None
@@ -60,15 +52,61 @@ class DiskQuota:
     def _over(self) -> bool:
         return self._size > self.max_bytes or self._files > self.max_files
 
-    def _walk(self, handle: int, depth: int) -> None:
-        """Count what the folder open as `handle` holds, its subfolders depth first."""
+    def _walk(self, folder: Path) -> None:
+        """Count what `folder` holds, depth first, with one folder open at a time."""
+        try:
+            handle = os.open(folder, _FOLDER)
+        except FileNotFoundError:
+            return
+        try:
+            info = os.fstat(handle)
+            self._size += info.st_blocks * 512
+            levels = [((info.st_dev, info.st_ino), self._list(handle))]  # (which folder, subfolders left)
+            while levels and not self._over():
+                if not levels[-1][1]:  # this folder is done: back to its parent
+                    levels.pop()
+                    if levels:
+                        handle = self._enter(handle, "..", expected=levels[-1][0])
+                    continue
+                below = self._enter(handle, levels[-1][1].pop())
+                if below is None:
+                    continue
+                handle = below
+                info = os.fstat(handle)
+                levels.append(((info.st_dev, info.st_ino), self._list(handle)))
+        finally:
+            os.close(handle)
+
+    def _enter(self, handle: int, name: str, expected: tuple[int, int] | None = None) -> int | None:
+        """The folder `name` in the folder open as `handle`, opened in its place (`handle` is closed);
+        None, `handle` kept, where it is gone. `expected`: the folder it must be (climbing back)."""
+        try:
+            below = os.open(name, _FOLDER, dir_fd=handle)
+        except FileNotFoundError:
+            if expected is not None:
+                raise _Uncountable("a folder that moved while the grader counted it") from None
+            return None
+        except PermissionError:
+            raise _Uncountable(_CLOSED) from None
+        except OSError as error:
+            raise _Uncountable(f"a folder the grader may not open ({error.strerror})") from None
+        if expected is not None:
+            info = os.fstat(below)
+            if (info.st_dev, info.st_ino) != expected:
+                os.close(below)
+                raise _Uncountable("a folder that moved while the grader counted it")
+        os.close(handle)
+        return below
+
+    def _list(self, handle: int) -> list[str]:
+        """Count the entries of the folder open as `handle`; the names of its subfolders."""
         folders: list[str] = []
         try:
             with os.scandir(handle) as entries:
                 for entry in entries:
                     self._files += 1
                     if self._over():
-                        return
+                        return []
                     try:
                         info = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
@@ -82,23 +120,7 @@ class DiskQuota:
                         folders.append(entry.name)
         except PermissionError:
             raise _Uncountable(_CLOSED) from None
-        for name in folders:
-            if self._over():
-                return
-            if depth + 1 > MAX_DEPTH:
-                raise _Uncountable(f"folders more than {MAX_DEPTH} levels deep")
-            try:
-                below = os.open(name, _FOLDER, dir_fd=handle)
-            except FileNotFoundError:
-                continue
-            except PermissionError:
-                raise _Uncountable(_CLOSED) from None
-            except OSError as error:
-                raise _Uncountable(f"a folder the grader may not open ({error.strerror})") from None
-            try:
-                self._walk(below, depth + 1)
-            finally:
-                os.close(below)
+        return folders
 
     def exceeded(self) -> str | None:
         """Why the folders are over the quota or cannot be counted (then their contents are removed), or None."""

@@ -428,9 +428,8 @@ def test_the_disk_count_walks_by_descriptor_and_stops_at_its_limits(tmp_path):
     # their whole path (a chain deeper than PATH_MAX raised ENAMETOOLONG and was skipped, 300 MiB kept);
     # a folder's own blocks left out (an ext4 folder emptied of 60,000 links kept 22 MiB); a folder read
     # whole before the limit is checked (half a million links, 3 GB of the test process); a file counted
-    # once per link (honest hard links over the limit), or a tree deeper than the walk can hold kept.
-    from staff.sandbox.quota import MAX_DEPTH
-
+    # once per link (honest hard links over the limit), or a descriptor held per level (a tree 1,200
+    # folders deep, within the limits, then failed the count).
     deep = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     for _ in range(18):  # 18 x 251 characters: past PATH_MAX
         os.mkdir("d" * 250, dir_fd=deep)
@@ -461,7 +460,16 @@ def test_the_disk_count_walks_by_descriptor_and_stops_at_its_limits(tmp_path):
         os.unlink(entry.path)
     assert DiskQuota([folder], 1 << 30, 50).usage()[0] >= os.stat(folder).st_blocks * 512 > 0
 
-    chain = tmp_path / "chain"
-    Path(chain, *["c"] * (MAX_DEPTH + 2)).mkdir(parents=True)
+    chain = tmp_path / "chain"  # 1,500 folders deep, each named by a descriptor (a path that long is refused)
+    handle = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    os.mkdir("chain", dir_fd=handle)
+    for _ in range(1_500):
+        below = os.open("chain" if _ == 0 else "c", os.O_RDONLY | os.O_DIRECTORY, dir_fd=handle)
+        os.close(handle)
+        os.mkdir("c", dir_fd=below)
+        handle = below
+    os.close(handle)
+    quota = DiskQuota([chain], max_bytes=1 << 30, max_files=2_000)
+    assert quota.usage()[1:] == (1_500, None) and quota.exceeded() is None  # deep, honest and counted whole
     said = DiskQuota([chain], max_bytes=1 << 30, max_files=1_000).exceeded()
-    assert f"more than {MAX_DEPTH} levels deep" in said and not any(chain.iterdir()), said
+    assert "1001 files" in said and not any(chain.iterdir()), said
