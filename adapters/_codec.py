@@ -42,6 +42,9 @@ _ARRAY_KINDS = "biufc"  # bool, ints, unsigned ints, floats, complex: no objects
 MAX_DEPTH = 64
 MAX_SAME_HASH = 64  # distinct keys of one dict that share a hash (ints and floats: n * (2**61 - 1) all hash to 0)
 MAX_VIEW_BYTES = 64 << 20  # what a tensor's shape may claim beyond the bytes of its storage
+# Dimensions of a tensor or array, each under 2**63: numpy allows 64 at most. Checked before the shape's
+# product is taken, which for 419,018 dimensions of 2**63 - 1 took minutes of the decoding side's CPU.
+MAX_DIMS = 64
 # JSON lists and objects one header may hold (a list is one, a tuple two, a dict two and one per item):
 # each costs the decoding side about a hundred bytes twice (the JSON tree, then the value), and an 8 MiB
 # header of nested empty lists held 4.2 million (751 MiB of the test process). The reference's whole
@@ -240,7 +243,8 @@ class _Decoder:
         _expect(type(payload) is list and len(payload) == 3, "array")
         dtype, shape, index = payload
         dtype = self.numpy_dtype(dtype)
-        _expect(type(shape) is list and all(_is_int(s) and s >= 0 for s in shape), "array shape")
+        _expect(type(shape) is list and len(shape) <= MAX_DIMS and all(_is_int(s) and 0 <= s < 2**63 for s in shape),
+                f"array shape (at most {MAX_DIMS} dimensions)")
         _expect(len(self.blob(index)) == math.prod(shape) * dtype.itemsize, "array size")
         return np.frombuffer(self.writable_blob(index), dtype=dtype).reshape(shape)
 
@@ -249,8 +253,9 @@ class _Decoder:
         index, dtype_name, shape, strides, offset, requires_grad, device = payload
         dtype = _DTYPES.get(dtype_name) if type(dtype_name) is str else None
         _expect(dtype is not None, f"tensor dtype {dtype_name!r}")
-        _expect(type(shape) is list and type(strides) is list and len(shape) == len(strides), "tensor layout")
-        _expect(all(_is_int(s) and s >= 0 for s in shape + strides) and _is_int(offset) and offset >= 0,
+        _expect(type(shape) is list and type(strides) is list and len(shape) == len(strides) <= MAX_DIMS,
+                f"tensor layout (at most {MAX_DIMS} dimensions)")
+        _expect(all(_is_int(s) and 0 <= s < 2**63 for s in shape + strides) and _is_int(offset) and offset >= 0,
                 "tensor sizes, strides and offset must be non-negative ints")
         _expect(type(requires_grad) is bool and type(device) is str, "tensor flags")
         if index not in self.storages:

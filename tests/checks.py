@@ -98,7 +98,7 @@ def check_raises(error: type[Exception], function: Callable[..., Any], *args: An
         raise AssertionError(explain(what, inputs=args, expected=f"{error.__name__} raised",
                                      got=f"{type(other).__name__}: {other}", see=see)) from other
     raise AssertionError(explain(what, inputs=args, expected=f"{error.__name__} raised",
-                                 got=f"returned {returned!r}", see=see))
+                                 got=f"returned {shown(returned)}", see=see))
 
 
 def write_new_file(path: Path | str, data: bytes) -> str:

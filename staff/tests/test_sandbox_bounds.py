@@ -473,3 +473,31 @@ def test_the_disk_count_walks_by_descriptor_and_stops_at_its_limits(tmp_path):
     assert quota.usage()[1:] == (1_500, None) and quota.exceeded() is None  # deep, honest and counted whole
     said = DiskQuota([chain], max_bytes=1 << 30, max_files=1_000).exceeded()
     assert "1001 files" in said and not any(chain.iterdir()), said
+
+
+def test_a_shape_of_many_dimensions_is_refused_before_its_product_is_taken():
+    # Mistake caught: the shape's product taken before its dimensions are counted: a reply of three JSON
+    # lists naming 419,018 dimensions of 2**63 - 1 cost the test process minutes of CPU (the product
+    # grows 63 bits a step), after the call's timer had stopped.
+    import time
+
+    huge = [2**63 - 1] * 200_000
+    started = time.process_time()
+    for node in ({"N": ["<f4", huge, 0]}, {"T": [0, "float32", huge, [0] * len(huge), 0, False, "cpu"]}):
+        with pytest.raises(_codec.CodecError, match="at most 64 dimensions"):
+            _codec.decode(json.dumps(node), [b""])
+    assert time.process_time() - started < 2.0
+    assert _codec.copy(torch.zeros((1,) * 20)).shape == (1,) * 20  # many honest dimensions still cross
+
+
+def test_a_value_returned_where_an_exception_is_due_is_shown_bounded():
+    # Mistake caught: check_raises writing repr(returned) into its message: a stride-0 bool view of shape
+    # (2,) * 21 over one byte, returned where a ValueError was due, took the test process 1.1 GiB over
+    # the reference's (the fix for failure messages went through `shown`, and this one did not).
+    from tests.checks import check_raises
+
+    view = torch.empty(0, dtype=torch.bool).set_(torch.UntypedStorage(1), 0, [2] * 21, [0] * 21)
+    with pytest.raises(AssertionError) as raised:
+        check_raises(ValueError, lambda: view, what="bytes_per_parameter('lion', 'fp32')", see="handout")
+    message = str(raised.value)
+    assert "2,097,152 elements" in message and len(message) < 2_000, message[:2_000]
