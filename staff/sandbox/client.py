@@ -36,6 +36,7 @@ from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_fram
 from staff.sandbox.keeper import end_everything_below
 from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.output_log import BoundedLog, pump
+from staff.sandbox.process_tree import CHECK
 from staff.sandbox.worker_config import WorkerConfig, worker_environment
 
 # What one reply may hold. The reference's largest, over a whole grade: a 1.4 MB header, 4.2 MB of
@@ -61,6 +62,7 @@ class Worker:
         self.uid, self.gid = os.getuid(), os.getgid()  # who the worker runs as, once it said hello
         self.zygote_kib = 0  # the zygote's peak resident memory at hello (its children start from it)
         self.child_peak_kib = 0  # the last ended child's peak resident memory
+        self.stopped_why: str | None = None  # why the zygote ended the last child, where it ended it itself
         self.next_id = 0
         self.buffer = b""
         self.cgroup = memory.memory_cgroup()  # the container's memory cgroup, read on each call
@@ -189,9 +191,28 @@ class Worker:
         previous, why = reply.get("previous"), reply.get("previous_why")
         peak = reply.get("previous_peak_kib")
         self.child_peak_kib = peak if isinstance(peak, int) else 0
-        if isinstance(why, str):  # the zygote ended it (its page tables): why, not the SIGKILL it sent
-            return why[:1000]
+        self.stopped_why = why[:1000] if isinstance(why, str) else None
+        if self.stopped_why is not None:  # the zygote ended it (what it held): why, not the SIGKILL it sent
+            return self.stopped_why
         return status_words(previous) if isinstance(previous, int) else ""
+
+    def held_past_limits(self) -> str | None:
+        """Why the serving child's processes must end for what they hold now (page tables, deleted
+        files, pipes: see the worker's `process_tree`), asked of the zygote after a call, which ends
+        them then; or why it ended them since the last call. None when all is well or no child serves.
+
+        Raises:
+            WorkerCrashed: the zygote stopped answering."""
+        if self.control is None or self.requests < 0:
+            return None
+        try:
+            self.control.sendall(CHECK)
+            reply = self._message(time.monotonic() + 30)
+        except (OSError, FrameError) as error:
+            self.stop()
+            raise WorkerCrashed(f"the grader's worker process stopped answering ({error})") from None
+        why = reply.get("why")
+        return why[:1000] if isinstance(why, str) else None
 
     @property
     def running(self) -> bool:
@@ -311,10 +332,12 @@ class Worker:
                 # A child that ended before it had read this whole call (it reads a call before running
                 # it) ended after answering its last one: a thread of the student's, a delayed exit.
                 # That is not this call's doing, and the earlier call had its answer: a fresh child
-                # takes this one, once.
+                # takes this one, once. Unless the zygote ended it between calls for what its processes
+                # held: this call fails saying why (else a child that holds too much again at once
+                # would be ended between calls, every time, and never lose a call).
                 unread = isinstance(error, BrokenPipeError) or unread_bytes(self.requests) > 0
                 previous = self.fresh_child()
-                if unread and attempt == 1:
+                if unread and attempt == 1 and self.stopped_why is None:
                     continue
                 raise WorkerCrashed(previous or f"closed its pipe ({error})") from None
             except FrameError as error:  # the child was alive and is killed now: its end says nothing

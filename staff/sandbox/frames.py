@@ -19,6 +19,11 @@ import time
 MAGIC = b"CS36"
 MAX_HEADER_BYTES = 64 << 20
 MAX_BLOB_BYTES = 1 << 30  # all blobs of one frame together
+# JSON lists and objects in one header, counted on its text before any is built: a reply's value may
+# hold the codec's 300,000 (adapters/_codec.py, its header a string here, its brackets counted too),
+# and the rest of a frame holds a few. 8 MiB of lists nested 60 deep built 4.2 million and cost the
+# test process 751 MiB.
+MAX_HEADER_CONTAINERS = 400_000
 
 
 class FrameError(Exception):
@@ -78,7 +83,8 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytearray:
 def read_frame(fd: int, deadline: float | None = None, max_header: int = MAX_HEADER_BYTES,
                max_blobs: int = MAX_BLOB_BYTES) -> tuple[dict, list[bytearray]]:
     """One frame from the pipe `fd`: (header, blobs). `deadline` is a time.monotonic() value; the
-    header may hold `max_header` bytes and the blobs `max_blobs` together. Each blob is a bytearray
+    header may hold `max_header` bytes and MAX_HEADER_CONTAINERS lists and objects, the blobs
+    `max_blobs` bytes together. Each blob is a bytearray
     of its own, which a decoder may take over without copying it.
 
     Raises:
@@ -91,8 +97,13 @@ def read_frame(fd: int, deadline: float | None = None, max_header: int = MAX_HEA
     (length,) = struct.unpack(">I", prefix[4:])
     if length > max_header:
         raise FrameError(f"a frame header of {length} bytes is over the limit of {max_header}")
+    raw = _read_exactly(fd, length, deadline)
+    containers = raw.count(b"[") + raw.count(b"{")  # a bracket inside a string counts too, erring toward refusing
+    if containers > MAX_HEADER_CONTAINERS:
+        raise FrameError(f"a frame header of {containers:,} lists and objects is over the limit of "
+                         f"{MAX_HEADER_CONTAINERS:,}")
     try:
-        header = json.loads(_read_exactly(fd, length, deadline).decode("utf-8"))
+        header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise FrameError(f"a frame header that is not JSON: {error}") from error
     sizes = header.get("blobs") if isinstance(header, dict) else None

@@ -50,7 +50,7 @@ _PINNED: list[int] = []  # descriptors of this process's own /proc entry, open f
 def landlock(read_only: list[str], read_write: list[str], devices: list[str],
              own_proc: bool = False) -> dict[str, str]:
     """Restrict this process and its future children, for good: files may be read (and run) only
-    under `read_only`, read and changed only under `read_write`, and the device files `devices`
+    under `read_only`, read and changed (never run) only under `read_write`, and the device files `devices`
     read, written and controlled (GPUs). Where the kernel can (ABI 4, 6), also no TCP bind or
     connect, and no signal or abstract unix socket to a process outside the restriction.
     With `own_proc`, this process may also write the files of its own /proc/<pid> (CUDA's driver names
@@ -74,8 +74,10 @@ def landlock(read_only: list[str], read_write: list[str], devices: list[str],
         return {"files": why, "signals": why, "tcp": why}
     reading = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
     try:
-        for paths, rights in ((read_only, reading), (read_write, fs), (devices, reading | _FS_WRITE_FILE | fs &
-                                                                      (_FS_IOCTL_DEV | _FS_TRUNCATE))):
+        # Nothing the worker wrote may be executed: a program it may run but not read leaves the process
+        # not dumpable, its /proc entries closed to the zygote that counts what it holds (dlopen is not execute).
+        devices_rights = reading | _FS_WRITE_FILE | fs & (_FS_IOCTL_DEV | _FS_TRUNCATE)
+        for paths, rights in ((read_only, reading), (read_write, fs & ~_FS_EXECUTE), (devices, devices_rights)):
             for path in paths:
                 try:
                     handle = os.open(path, os.O_PATH | os.O_CLOEXEC)

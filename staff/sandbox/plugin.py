@@ -49,8 +49,10 @@ class Sandbox:
             self.memory_group = f"{confine.ON} ({'no limit' if limit is None else f'{limit / 2**30:g} GiB'}, " \
                                 "in-memory files counted)"
         self.config = config
-        self.worker = Worker(self.config, Path(settings.launch_config), settings.startup_timeout_s)
         self.disk = self._limit_disk()
+        if group is not None and self.disk.startswith(confine.ON):  # the kernel bounds what the maps would show
+            self.config = dataclasses.replace(self.config, count_mappings=False)
+        self.worker = Worker(self.config, Path(settings.launch_config), settings.startup_timeout_s)
         quota = None if self.disk.startswith(confine.ON) else DiskQuota(
             [Path(self.config.folder), Path(self.config.shared)], self.config.limits.disk_bytes,
             self.config.limits.disk_files)

@@ -1,5 +1,6 @@
-"""The worker's processes as /proc shows them, and the page tables they hold (stdlib only: this file
-runs in the worker, copied into its code folder).
+"""The worker's processes as /proc shows them, and what they hold that no limit counts: page tables,
+files deleted but still open or mapped, pipes (stdlib only: this file runs in the worker, copied
+into its code folder).
 
 The zygote is the init of the worker's PID namespace or else the subreaper of everything its
 children start, so its descendants are every process the student's code started. Their page tables
@@ -7,13 +8,15 @@ are memory no resource limit counts and, where the worker has no memory group of
 ordinary user's grade, a container), nothing in the kernel bounds: a read-only page of 4 KiB mapped
 1 GiB from the next costs 8 KiB of tables, up to vm.max_map_count (65,530) mappings a process, so
 512 MiB a process whatever its address-space limit. The zygote watches their sum instead
-(`worker.zygote`) and ends the child's processes past `PAGE_TABLE_LIMIT_KIB`.
+(`worker.zygote`) and ends the child's processes past `PAGE_TABLE_LIMIT_KIB`; every 0.5 s it also
+counts their deleted files and pipes (`files_past_limits`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 
 # An honest process holds a few MiB (the worker's zygote after importing torch 2.4 MiB; a 4 GiB tensor
 # adds 8 MiB): the limit is for the sum over the child's processes, far above any honest grade, and
@@ -21,6 +24,12 @@ import stat
 PAGE_TABLE_LIMIT_KIB = 256 << 10
 WATCH_INTERVAL_S = 0.05
 FILE_LOOKS_EVERY = 10  # watches: the open files are looked at every 0.5 s (a listing of each process's descriptors)
+CHECK = b'{"op": "check"}'  # the grader's question to the zygote after each call: what they hold now
+# Each mapping (a VMA) is ~200 bytes of kernel memory, up to vm.max_map_count (65,530) a process: 14 MiB
+# a process, 423 MiB in 30 (mprotect on every other page of one region). A process that has imported
+# torch holds about 1,000.
+MOST_MAPPINGS = 100_000
+PIPE_PAGES = 16  # a pipe's buffer, in pages, when it cannot be resized
 MOST_PROCESSES = 4096  # a walk stops here whatever /proc shows: more than any process limit of a worker
 
 
@@ -93,13 +102,84 @@ def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int
             f"in many small pieces far apart costs page tables out of proportion to its size")
 
 
-def deleted_files_past_limit(limit_bytes: int, pids: list[int] | None = None) -> str | None:
-    """Why the processes below this one (or `pids`) must end, when the files they hold open after
-    deleting them (in no folder, so no count of the folders sees them, yet on a disk) take more than
-    `limit_bytes` together; else None. A process whose descriptors are closed to this one is passed
-    over: an honest one can be (a daemon that ran /bin/sleep was, in the grader), and treating it as
-    hiding failed honest code."""
-    held, seen = 0, set()
+@dataclass(frozen=True)
+class FileLimits:
+    """What the worker's processes may hold in files no folder shows, and in pipes.
+
+    `disk_bytes` is the disk quota; `file_bytes` the file-size limit, at which a deleted file held by a
+    mapping alone is counted (the zygote cannot measure it: only a capability of the machine's root
+    opens /proc/PID/map_files); `devices` and `folders` are the worker's writable folders (st_dev, and
+    the paths a deleted mapping's name starts with); `pipes` the most pipes at once, None for any;
+    `maps` whether to read each process's maps, which costs the kernel ~1 ms for a process that has
+    imported torch: needless where a tmpfs holds the disk quota (it counts a deleted file's pages
+    while mapped) and a memory group of the worker's own counts the mappings' kernel memory."""
+
+    disk_bytes: int
+    file_bytes: int
+    devices: frozenset[int]
+    folders: tuple[str, ...]
+    pipes: int | None
+    maps: bool = True  # read the maps: deleted files mapped, and the mappings' count (MOST_MAPPINGS)
+
+
+def file_limits(disk_bytes: int, file_bytes: int, folders: list[str], maps: bool = True) -> FileLimits:
+    """The limits for a worker whose writable folders are `folders`. Pipes: a quarter of what the uid
+    may hold before each new pipe of it is cut to 8 KiB (fs.pipe-user-pages-soft, in pages; a pipe
+    holds 16 at most, as the filter refuses resizing one); the count is the uid's, which an ordinary
+    user's worker shares with the TA's shell, the test process and the batch's other workers."""
+    try:
+        with open("/proc/sys/fs/pipe-user-pages-soft") as handle:
+            soft = int(handle.read())
+    except (OSError, ValueError):
+        soft = 0
+    devices = set()
+    for folder in folders:
+        try:
+            devices.add(os.stat(folder).st_dev)
+        except OSError:
+            pass
+    return FileLimits(disk_bytes, file_bytes, frozenset(devices), tuple(folder.rstrip("/") + "/" for folder in folders),
+                      soft // PIPE_PAGES // 4 if soft else None, maps)
+
+
+def _mappings(pid: int, limits: FileLimits) -> tuple[int, set[tuple[int, int]]]:
+    """How many mappings process `pid` has, and the files on the worker's disk it maps after they were
+    deleted, as (st_dev, st_ino) (/proc/PID/maps names each "(deleted)"); (0, none) where the maps
+    cannot be read."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return 0, set()
+    found = set()
+    if b" (deleted)" not in text:
+        return text.count(b"\n"), found
+    for line in text.decode("utf-8", "replace").splitlines():
+        if not line.endswith(" (deleted)"):
+            continue
+        fields = line.split(maxsplit=5)
+        try:
+            major, minor = (int(part, 16) for part in fields[3].split(":"))
+            device, inode = os.makedev(major, minor), int(fields[4])
+        except (IndexError, ValueError):
+            continue
+        name = fields[5] if len(fields) > 5 else ""
+        if inode and (device in limits.devices or name.startswith(limits.folders)):
+            found.add((device, inode))
+    return text.count(b"\n"), found
+
+
+def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str | None:
+    """Why the processes below this one (or `pids`) must end, else None: the files they hold open
+    or mapped after deleting them (in no folder, so no count of the folders sees them, yet on a disk)
+    take more than the disk quota together, they hold more pipes than `limits.pipes`, or more
+    mappings than MOST_MAPPINGS (the last two: kernel memory that no limit but a memory group counts).
+
+    A file open is measured (its blocks, through the descriptor); a file mapped alone counts at the
+    file-size limit. A process whose descriptors or maps are closed to this one is passed over: an
+    honest one can be (a daemon that ran /bin/sleep was, in the grader), and treating it as hiding
+    failed honest code; the filter refuses making a process not dumpable, which would close them."""
+    held, seen, pipes, mapped, mappings = 0, set(), set(), set(), 0
     for pid in descendants() if pids is None else pids:
         try:
             descriptors = os.listdir(f"/proc/{pid}/fd")
@@ -110,10 +190,28 @@ def deleted_files_past_limit(limit_bytes: int, pids: list[int] | None = None) ->
                 info = os.stat(f"/proc/{pid}/fd/{descriptor}")
             except OSError:
                 continue
-            if stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and (info.st_dev, info.st_ino) not in seen:
-                seen.add((info.st_dev, info.st_ino))
+            key = (info.st_dev, info.st_ino)
+            if stat.S_ISFIFO(info.st_mode):
+                pipes.add(key)
+            elif stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and key not in seen:
+                seen.add(key)
                 held += info.st_blocks * 512
-    if held <= limit_bytes:
-        return None
-    return (f"was stopped by the grader: your code's processes held {held / 2**20:.0f} MiB in files deleted while "
-            f"still open, past the disk limit of {limit_bytes / 2**30:g} GiB")
+        if limits.maps:
+            count, deleted = _mappings(pid, limits)
+            mappings, mapped = mappings + count, mapped | deleted
+    mapped -= seen
+    held += len(mapped) * limits.file_bytes
+    if held > limits.disk_bytes:
+        also = f" ({len(mapped)} of them mapped with no descriptor open, each counted at the file-size limit of " \
+               f"{limits.file_bytes / 2**30:g} GiB: the grader cannot see their size)" if mapped else ""
+        return (f"was stopped by the grader: your code's processes held {held / 2**20:.0f} MiB in files deleted "
+                f"while still open or mapped{also}, past the disk limit of {limits.disk_bytes / 2**30:g} GiB")
+    if limits.pipes is not None and len(pipes) > limits.pipes:
+        return (f"was stopped by the grader: your code's processes held {len(pipes):,} pipes at once, past the "
+                f"{limits.pipes:,} a grade allows (each pipe's buffer is counted toward a limit of the user the "
+                f"grader runs as, which the grader's own processes share)")
+    if mappings > MOST_MAPPINGS:
+        return (f"was stopped by the grader: your code's processes held {mappings:,} memory mappings, past the "
+                f"{MOST_MAPPINGS:,} a grade allows (each is kernel memory no limit counts; a process that has imported "
+                f"torch holds about a thousand)")
+    return None

@@ -19,16 +19,17 @@ import sys
 
 if __package__:  # staff.sandbox.syscall_filter, in the grader
     from staff.sandbox import syscalls
-    from staff.sandbox.confine import ON, PR_SET_NO_NEW_PRIVS, errno_text, libc, off, prctl
+    from staff.sandbox.confine import ON, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, errno_text, libc, off, prctl
 else:  # syscall_filter, a top-level module in the worker's code folder
     import syscalls
-    from confine import ON, PR_SET_NO_NEW_PRIVS, errno_text, libc, off, prctl
+    from confine import ON, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, errno_text, libc, off, prctl
 
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_SYSCALL_BIT = 0x40000000  # x32 numbers: refused whole, with every other architecture's
 _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 _SOL_SOCKET, _SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 1, 7, 8, 32, 33  # the same on both machines
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_CLONE_FILES, _CLONE_THREAD = 0x400, 0x10000
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 # An inode's flags and attributes, set on a file opened read-only (the same numbers on both machines; the
 # 32-bit forms of the flag calls too): FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR,
@@ -36,11 +37,12 @@ _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 _INODE_IOCTLS = [0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602, 0x40806685, 0x40049409, 0x4020940D,
                  0xC0189436]
 _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY = 6, 7, 37, 38, 1024, 1026
-_F_SETOWN, _F_SETSIG, _F_SETOWN_EX = 8, 10, 15
+_F_SETOWN, _F_SETSIG, _F_SETOWN_EX, _F_SETPIPE_SZ = 8, 10, 15, 1031
 _PRIO_PROCESS = 0
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
-_LD_W_ABS, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x25, 0x35, 0x45, 0x06
+_LD_W_ABS, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K, _AND_K = 0x20, 0x15, 0x25, 0x35, 0x45, 0x06, 0x54
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+_PR_FUTEX_HASH = 78  # Linux 6.16: a process's own futex hash, up to 2**24 slots (1.28 GiB of vmalloc) each
 REFUSED = {name: syscalls.NUMBERS[name] for name, (verdict, _, _) in syscalls.review().items() if verdict == "refused"}
 
 
@@ -85,19 +87,22 @@ def _refuse_values(index: int, values: list[int], deny: int) -> list[tuple[int, 
     return [_arg(index), *checks, (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW)]
 
 
-def seccomp_program(machine: str, sockets: bool = True,
-                    namespace_init: bool = False) -> list[tuple[int, int, int, int]]:
+def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = False,
+                    narrowed_later: bool = False) -> list[tuple[int, int, int, int]]:
     """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
     architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
-    with its errno; socket() with EAFNOSUPPORT; socketpair(), clone() with a new namespace, TIOCSTI,
-    file locks and socket buffer sizes with EPERM; the allowed calls pass; any other number fails
-    with ENOSYS. Without `sockets` (a GPU grade's worker, until each child has started CUDA: the
-    driver connects to its daemons over unix sockets), socket() and socketpair() are allowed for
-    AF_UNIX alone, and syscalls.GPU_ONLY, fcntl's locks, prctl's PR_SET_SECCOMP and any socket option are
-    allowed (each child stacks the CPU grade's filter, which refuses them again). The calls
-    that change a process's limits or scheduling act on pid 0 (the caller) only, and kill(-1) is
-    refused unless `namespace_init` (the worker is its PID namespace's init, where -1 means every
-    process of the namespace)."""
+    with its errno; socket() with EAFNOSUPPORT; socketpair(), clone() with a new namespace or a
+    thread without its process's file table, TIOCSTI, file locks, a pipe's resize, PR_SET_DUMPABLE
+    but to 1 and socket buffer sizes with EPERM; PR_FUTEX_HASH with EINVAL; fallocate but mode 0
+    with EOPNOTSUPP; the allowed calls pass; any other number fails with ENOSYS. Without `sockets`
+    (a GPU grade's worker, until each child has started CUDA: the driver connects to its daemons
+    over unix sockets), socket() and socketpair() are allowed for AF_UNIX alone, and
+    syscalls.GPU_ONLY, fcntl's locks and resizes, any prctl and any socket option are allowed (each
+    child stacks the CPU grade's filter, which refuses them again). The calls that change a
+    process's limits or scheduling act on pid 0 (the caller) only, and kill(-1) is refused unless
+    `namespace_init` (the worker is its PID namespace's init, where -1 means every process of the
+    namespace). With `narrowed_later` (a zygote whose children confine themselves before any student
+    code), syscalls.CHILD_CONFINES and prctl's PR_SET_SECCOMP are allowed too."""
     deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
     have = syscalls.numbers(machine)
     program = [(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
@@ -113,12 +118,20 @@ def seccomp_program(machine: str, sockets: bool = True,
         # fill pairs up to its own open-file limit: children held 4.51 GiB as an ordinary user.
         "socketpair": [(_RET_K, 0, 0, deny)] if sockets else
         [_arg(0), (_JEQ_K, 0, 1, _AF_UNIX), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, no_family)],
-        "clone": [_arg(0), (_JSET_K, 0, 1, _CLONE_NEW_ANY), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, allow)],
+        # no new namespace; no thread with a file table of its own (CLONE_THREAD without CLONE_FILES)
+        "clone": [_arg(0), (_JSET_K, 3, 0, _CLONE_NEW_ANY), (_AND_K, 0, 0, _CLONE_THREAD | _CLONE_FILES),
+                  (_JEQ_K, 1, 0, _CLONE_THREAD), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, deny)],
+        "fallocate": _only({1: 0}, _RET_ERRNO | errno.EOPNOTSUPP),
         "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX, *_INODE_IOCTLS], deny),
         "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY,
-                                    _F_SETOWN, _F_SETSIG, _F_SETOWN_EX], deny)
+                                    _F_SETOWN, _F_SETSIG, _F_SETOWN_EX, _F_SETPIPE_SZ], deny)
         if sockets else [(_RET_K, 0, 0, allow)],
-        "prctl": _refuse_values(0, [PR_SET_SECCOMP], deny) if sockets else [(_RET_K, 0, 0, allow)],
+        # not PR_SET_SECCOMP; PR_SET_DUMPABLE with 1 only (the zygote made itself not dumpable before this);
+        # PR_FUTEX_HASH fails as on a kernel before 6.16
+        "prctl": [_arg(0), *([] if narrowed_later else [(_JEQ_K, 5, 0, PR_SET_SECCOMP)]),
+                  (_JEQ_K, 5, 0, _PR_FUTEX_HASH), (_JEQ_K, 0, 2, PR_SET_DUMPABLE), _arg(1), (_JEQ_K, 0, 1, 1),
+                  (_RET_K, 0, 0, allow), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ERRNO | errno.EINVAL)]
+        if sockets else [(_RET_K, 0, 0, allow)],
         # jt=1 skips the allow below when the level is SOL_SOCKET, whose buffer sizes are then checked
         "setsockopt": [_arg(1), (_JEQ_K, 1, 0, _SOL_SOCKET), (_RET_K, 0, 0, allow),
                        *_refuse_values(2, [_SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE], deny)]
@@ -139,7 +152,8 @@ def seccomp_program(machine: str, sockets: bool = True,
     action = {}
     for name, (verdict, _, code) in syscalls.review().items():
         if name in have and name not in checked:
-            allowed = verdict == "allowed" or (not sockets and name in syscalls.GPU_ONLY)
+            allowed = verdict == "allowed" or (not sockets and name in syscalls.GPU_ONLY) or \
+                (narrowed_later and name in syscalls.CHILD_CONFINES)
             action[have[name]] = allow if allowed else _RET_ERRNO | code
     # Runs of numbers with the same answer, from 0 up, the gaps ENOSYS: "above this run's end: next run".
     enosys, runs = _RET_ERRNO | errno.ENOSYS, []
@@ -154,22 +168,25 @@ def seccomp_program(machine: str, sockets: bool = True,
     return program + [(_RET_K, 0, 0, enosys)]
 
 
-def deny_syscalls(sockets: bool = True, namespace_init: bool = False) -> str:
-    """Install the seccomp filter of `seccomp_program` (`sockets` and `namespace_init` as there) on this
-    process and its future children, for good. Needs Linux on x86_64 or aarch64."""
+def deny_syscalls(sockets: bool = True, namespace_init: bool = False, narrowed_later: bool = False) -> str:
+    """Install the seccomp filter of `seccomp_program` (its arguments as there) on this process and its
+    future children, for good. Needs Linux on x86_64 or aarch64."""
     machine = os.uname().machine if libc is not None else ""
     if machine not in _AUDIT_ARCH:
         return off(f"no filter for {machine or sys.platform}")
-    program = seccomp_program(machine, sockets, namespace_init)
+    program = seccomp_program(machine, sockets, namespace_init, narrowed_later)
     filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
     fprog = _SockFprog(len(program), filters)
     if not prctl(PR_SET_NO_NEW_PRIVS, 1):
         return off(f"no_new_privs: {errno_text()}")
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return off(f"seccomp: {errno_text()}")
-    made = "no sockets but unix pairs" if sockets else \
+    made = "no sockets" if sockets else \
         "no sockets but unix ones (a GPU grade's zygote; each child narrows to the CPU grade's filter)"
-    allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + (0 if sockets else len(syscalls.GPU_ONLY))
+    if sockets and narrowed_later:
+        made += " (the zygote's; each child sets a Landlock domain of its own, then narrows to this without it)"
+    allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + \
+        (len(syscalls.GPU_ONLY) if not sockets else len(syscalls.CHILD_CONFINES) if narrowed_later else 0)
     return f"{ON} (seccomp: an allow-list of {allowed} " \
            f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces, " \
            "access to other processes or their limits and scheduling)"

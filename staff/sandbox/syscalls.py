@@ -30,7 +30,7 @@ ALLOWED: list[tuple[str, str]] = [
     ("I/O on a descriptor the worker holds (its pipes to the grader, its own pairs, files Landlock let it open)",
      "read write pread64 pwrite64 readv writev preadv pwritev preadv2 pwritev2 lseek close close_range dup dup2 "
      "dup3 copy_file_range readahead fadvise64 fsync fdatasync syncfs "
-     "sync_file_range fallocate ftruncate fstat fstatfs getdents getdents64 fchdir"),
+     "sync_file_range ftruncate fstat fstatfs getdents getdents64 fchdir"),
     ("a file by path: Landlock decides which (read the environment, write its own folders); nothing else is "
      "named",
      "open openat openat2 creat stat lstat newfstatat statx access faccessat faccessat2 readlink "
@@ -88,7 +88,12 @@ CHECKED: dict[str, str] = {
     "setsockopt": "not SO_SNDBUF, SO_RCVBUF or their FORCE forms: socket buffers are kernel memory no address-space "
                   "limit counts, so their size stays the default and the open-file limit bounds what each process "
                   "holds (the sum over forked processes: the worker's memory group, where it has one)",
-    "clone": "no CLONE_NEW* flag: a new user namespace would give the worker every capability inside it",
+    "clone": "no CLONE_NEW* flag: a new user namespace would give the worker every capability inside it; no "
+             "thread (CLONE_THREAD) without the process's file table (CLONE_FILES): the zygote counts the files "
+             "and pipes a process holds from its one table (pthreads always share it)",
+    "fallocate": "mode 0 only (EOPNOTSUPP else, on which a caller writes instead; glibc's posix_fallocate uses 0): "
+                 "blocks kept past a file's end (FALLOC_FL_KEEP_SIZE) or ranges inserted escape the file-size "
+                 "limit, which bounds what the zygote counts for a deleted file it cannot measure",
     "ioctl": "not TIOCSTI or TIOCLINUX (typing into a terminal), nor an inode's flags, attributes, version, "
              "verity or shared extents (FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION, "
              "FS_IOC_ENABLE_VERITY, FICLONE, FICLONERANGE, FIDEDUPERANGE: the kernel asks only that the caller "
@@ -97,8 +102,12 @@ CHECKED: dict[str, str] = {
     "fcntl": "no record lock, lease or dnotify: a lock on a file of the shared environment is seen by every "
              "grade (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY); no owner or signal "
              "for a descriptor's I/O (F_SETOWN, F_SETOWN_EX, F_SETSIG), with which the kernel signals the owner, "
-             "any pid, without a kill call",
-    "prctl": "not PR_SET_SECCOMP: a filter stacked through prctl is kernel memory as seccomp's is (see its line)",
+             "any pid, without a kill call; no pipe resize (F_SETPIPE_SZ): a pipe's pages count toward the "
+             "uid's fs.pipe-user-pages-soft, which an ordinary user's worker shares with the TA's processes",
+    "prctl": "not PR_SET_SECCOMP: a filter stacked through prctl is kernel memory as seccomp's is (see its line); "
+             "not PR_SET_DUMPABLE 0: the zygote reads each process's open files and maps, which a process not "
+             "dumpable closes to it; not PR_FUTEX_HASH (EINVAL, as before Linux 6.16): a private futex hash of "
+             "2**24 slots is 1.28 GiB of kernel memory a process, in no RSS and under no limit but a memory group",
     # Without a PID namespace another process of the same uid (a batch neighbour, the grader, the TA's shell)
     # is in reach of these by pid; pid 0 means the caller, and the filter cannot know the caller's pid.
     "prlimit64": "pid 0 only (itself): another pid's limits are another process's (glibc's setrlimit passes 0)",
@@ -120,6 +129,10 @@ CHECKED: dict[str, str] = {
 # them again (worker.confine_child).
 GPU_ONLY = "bind listen connect accept accept4 flock memfd_create landlock_create_ruleset landlock_add_rule " \
     "landlock_restrict_self seccomp".split()
+# Allowed in a zygote (which runs no student code) whose children confine themselves further before any:
+# a Landlock domain of each child's own, so that no signal of a child's reaches the zygote and its
+# watch (a child stopped it with SIGSTOP and held 1.49 GiB of page tables unwatched), then this filter.
+CHILD_CONFINES = "landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp".split()
 
 REFUSED: list[tuple[str, int, str]] = [
     ("System V IPC: objects found by a key anyone can guess, outliving their process; refused in every mode, "
@@ -192,8 +205,8 @@ REFUSED: list[tuple[str, int, str]] = [
      "subprocess and multiprocessing wait with poll", errno.EPERM, "epoll_create epoll_create1"),
     ("Landlock domains: each one a process makes is a copy of its rules in kernel memory, kept by every file "
      "it opens, which only a memory group counts (forked children held 1 GiB); the worker is confined before "
-     "any student code runs. Allowed in a GPU grade's zygote, whose children set their own Landlock, then "
-     "stack this filter", errno.EPERM, "landlock_create_ruleset landlock_add_rule landlock_restrict_self"),
+     "any student code runs. Allowed in the zygote, whose children set their own Landlock, then stack this "
+     "filter", errno.EPERM, "landlock_create_ruleset landlock_add_rule landlock_restrict_self"),
     ("a file's mode and times, answered as done (errno 0) and left as they were: Landlock has no right for "
      "them, so they would reach every file of the worker's uid (the TA's, as an ordinary user: the grader's "
      "folders, /run/user/UID), and shutil.copy and copy2 set them on their copies, so a refusal would fail "

@@ -141,12 +141,17 @@ def queued_signals() -> int:
 
 
 def set_limits(memory_bytes: int | None, cpu_seconds: int, file_bytes: int, processes: int, open_files: int) -> str:
-    """Resource limits for this process and its children; None leaves memory unlimited. `processes`
+    """Resource limits for this process and its children (no realtime priority, no lower nice value);
+    None leaves memory unlimited. `processes`
     is the worker's own: where the kernel counts every task of the uid (see `counted_apart`), those
     the uid runs now are added, so that a TA's shell does not use up the worker's share; so are the
     signals queued now to SIGNALS_QUEUED, which the kernel counts by uid as well."""
     wanted = [(resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_FSIZE, file_bytes),
               (resource.RLIMIT_NOFILE, open_files), (resource.RLIMIT_CORE, 0)]
+    # No realtime policy and no nice value below the grader's: a grader started where audio groups get
+    # rtprio 95 (a desktop's limits.conf) would hand it on, and a SCHED_FIFO worker thread left a task
+    # on its CPU 7% of its progress.
+    wanted += [(getattr(resource, name), 0) for name in ("RLIMIT_RTPRIO", "RLIMIT_NICE") if hasattr(resource, name)]
     if hasattr(resource, "RLIMIT_SIGPENDING"):
         wanted.append((resource.RLIMIT_SIGPENDING, SIGNALS_QUEUED + queued_signals()))
     if memory_bytes is not None:

@@ -71,9 +71,16 @@ def _confine(config: dict, status: dict[str, str]) -> None:
         restricted = _landlock(config)
         status.update({"file access": restricted["files"], "signals out": restricted["signals"],
                        "tcp": restricted["tcp"]})
+    # Each child of a CPU grade's zygote nests a Landlock domain of its own where the kernel scopes signals
+    # by domain (ABI 6): no signal of the student's code then reaches the zygote, which watches what it holds.
+    config["children_nest"] = bool(not config.get("cuda") and config["protections"]["landlock"] and
+                                   config["protections"]["seccomp"] and landlock_rules.landlock_abi() >= 6)
     if config["protections"]["seccomp"]:
+        if not config.get("cuda"):  # the filter refuses it from now on: the zygote's children may not
+            confine.set_dumpable(False)  # (a child cannot read the zygote's memory or file descriptors)
         status["system calls"] = syscall_filter.deny_syscalls(sockets=not config.get("cuda"),
-                                                              namespace_init=os.getpid() == 1)
+                                                              namespace_init=os.getpid() == 1,
+                                                              narrowed_later=config["children_nest"])
         if config.get("cuda") and status["system calls"].startswith(confine.ON):
             status["system calls"] += "; each child stacks the CPU grade's filter once it has started CUDA"
 
@@ -87,11 +94,14 @@ def _landlock(config: dict, own_proc: bool = False) -> dict[str, str]:
 
 
 def confine_child(config: dict) -> None:
-    """A GPU grade's child, before it serves any call: Landlock as a CPU grade's worker has it, and
+    """A child, before it serves any call. In a GPU grade: Landlock as a CPU grade's worker has it, and
     its own /proc/<pid> writable; then CUDA started (the preflight's matmul, remembered for the
     preflight's question); then the CPU grade's filter stacked on the zygote's, so that the unix
-    sockets and memfd the driver needed to start are refused to student code. A child that cannot
-    be confined exits (code 70) before it serves anything, as the preflight then reports."""
+    sockets and memfd the driver needed to start are refused to student code. In a CPU grade whose
+    children nest (`_confine`): a Landlock domain of its own, the zygote's rules again, so that its
+    signals stay inside it; then the CPU grade's filter stacked, which refuses Landlock and filters
+    again. A child that cannot be confined exits (code 70) before it serves anything, as the
+    preflight then reports."""
     import confine
     import cuda_preflight
     import landlock_rules
@@ -99,7 +109,7 @@ def confine_child(config: dict) -> None:
 
     # None in the kernel: the zygote's status says so.
     if config["protections"]["landlock"] and landlock_rules.landlock_abi():
-        restricted = _landlock(config, own_proc=True)
+        restricted = _landlock(config, own_proc=bool(config.get("cuda")))
         if not restricted["files"].startswith(confine.ON):
             sys.stderr.write(f"worker child: Landlock: {restricted['files']}\n")
             os._exit(70)
@@ -256,20 +266,22 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     import confine
     import process_tree
 
-    confine.set_dumpable(False)  # a child cannot read the zygote's memory or file descriptors
+    if config.get("cuda"):  # a CPU grade's zygote made itself so before its filter, which refuses it since
+        confine.set_dumpable(False)  # a child cannot read the zygote's memory or file descriptors
     if not init:  # orphans of the children come here, not to the keeper: killed, reaped and counted
         confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
     baseline_kib = hello["peak_kib"]
 
     child, ended = None, None  # the serving child; how one the zygote ended itself ended (code, peak, why)
-    disk_bytes, looks = config["limits"]["disk_bytes"], 0
+    limits, looks = process_tree.file_limits(config["limits"]["disk_bytes"], config["limits"]["file_bytes"],
+                                             [config["folder"], config["shared"]], config["count_mappings"]), 0
     while True:
         if child is not None and not select.select([control], [], [], process_tree.WATCH_INTERVAL_S)[0]:
             looks += 1
             pids = process_tree.descendants()
             why = process_tree.page_tables_past_limit(pids=pids)
             if why is None and looks % process_tree.FILE_LOOKS_EVERY == 0:
-                why = process_tree.deleted_files_past_limit(disk_bytes, pids)
+                why = process_tree.files_past_limits(limits, pids)
             if why is not None:  # its pipes close, and the grader asks for a fresh child and hears why
                 ended, child = (*_end_children(child, init, baseline_kib), why), None
             continue
@@ -277,18 +289,30 @@ def zygote(config: dict, status: dict[str, str]) -> None:
             message, fds, _, _ = socket.recv_fds(control, 1024, 2)
         except OSError:
             message, fds = b"", []
+        if message == process_tree.CHECK and not fds:  # after a call: what its processes hold now, or why it ended
+            why = ended[2] if ended is not None else None
+            if why is None and child is not None:
+                pids = process_tree.descendants()
+                why = process_tree.page_tables_past_limit(pids=pids) or process_tree.files_past_limits(limits, pids)
+                if why is not None:
+                    ended, child = (*_end_children(child, init, baseline_kib), why), None
+            control.sendall(json.dumps({"op": "checked", "why": why}).encode() + b"\n")
+            continue
         if not message or len(fds) != 2:
             _end_children(child, init, baseline_kib)
             return  # the grader closed the socket: the submission is done
         previous, previous_peak_kib, why = ended or (*_end_children(child, init, baseline_kib), None)
         ended = None
-        child = os.fork()
+        zygote, child = os.getpid(), os.fork()
         if child == 0:
             control.close()
             confine.set_dumpable(True)  # its own /proc entries, which code may read (os.readlink of an fd)
+            confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)  # no serving on with the zygote, its watch, gone
+            if os.getppid() != zygote:
+                os._exit(0)  # it was gone before that
             os.setsid()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-            if config.get("cuda"):
+            if config.get("cuda") or config["children_nest"]:
                 confine_child(config)
             serve(fds[0], fds[1])
             os._exit(0)

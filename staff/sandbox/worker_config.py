@@ -22,11 +22,11 @@ class Limits:
     /tmp) may hold in all, in bytes and entries.
 
     The process limit bounds the kernel memory that no address-space limit counts and that, where the
-    worker has no memory group (an ordinary user, Docker), nothing else does: a pipe keeps its buffer
-    while one end is open, and past the user's 64 MiB (fs.pipe-user-pages-soft) each new pipe holds
-    8 KiB, so pipes hold at most 64 MiB + processes x open files x 8 KiB. Page tables are not bounded
-    so (pages mapped 1 GiB apart cost 8 KiB each, up to the kernel's 65,530 mappings: 512 MiB a
-    process), nor are files deleted while open: the zygote watches both (`process_tree`).
+    worker has no memory group (an ordinary user, Docker), nothing else does: socket buffers (no
+    socket is made), seccomp filters (no further one). Page tables are not bounded so (pages mapped
+    1 GiB apart cost 8 KiB each, up to the kernel's 65,530 mappings: 512 MiB a process), nor are
+    files deleted while open or mapped, nor pipes (each holds 64 KiB, and the uid's count of pipe
+    pages is the TA's too): the zygote watches all three (`process_tree`).
     The reference's whole grade ran with a limit of 14 processes and threads and
     64 open files."""
 
@@ -67,6 +67,9 @@ class WorkerConfig:
     cuda_start: str = ""  # a cuda_preflight mode each child starts CUDA with before student code; "" for none
     hide: list[str] = field(default_factory=list)  # as root, covered in the worker's mount namespace (confine.hide)
     memory_group: str | None = None  # the worker's own memory cgroup folder (staff.sandbox.memory_group)
+    # The zygote reads its processes' maps (deleted files mapped, the mappings' count) after each call,
+    # unless a tmpfs holds the disk quota and the memory group counts the kernel's memory: process_tree
+    count_mappings: bool = True
 
 
 # What the grader's environment may pass to the worker: where the GPU driver's libraries are, and

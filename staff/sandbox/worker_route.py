@@ -93,6 +93,11 @@ class WorkerRoute:
         if over is not None:
             self.worker.fresh_child()
             raise DiskQuotaExceeded(f"{name}: {over}")
+        held = self.worker.held_past_limits()  # the call that left it so fails, not whichever comes next
+        if held is not None:
+            self.worker.fresh_child()
+            self._strike(name, "crashed")
+            raise WorkerCrashed(f"{name}: the process running your code {held}")
         if reply.get("ok") is True:
             try:
                 return _codec.decode(reply.get("value", "null"), reply_blobs)

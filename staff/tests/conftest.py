@@ -182,7 +182,11 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "seccomp-filters-in-many-processes": [()], "sigio-to-the-test-process": [("namespaces",)],
                   "links-listed-by-the-disk-count": [()], "files-unlinked-while-open": [()],
                   "timers-use-up-the-users-signals": [()],
-                  "folders-deeper-than-a-path": [()], "directories-that-keep-their-size": [()]}
+                  "folders-deeper-than-a-path": [()], "directories-that-keep-their-size": [()],
+                  "files-mapped-after-deletion": [()], "files-held-by-a-thread-of-its-own": [()],
+                  "pipe-pages-of-the-graders-uid": [()], "files-held-by-an-unreadable-program": [("namespaces",)],
+                  "pipes-held-by-unreadable-programs": [("namespaces",)], "futex-hash-of-many-slots": [()],
+                  "mappings-in-many-processes": [()], "zygote-stopped-while-page-tables-grow": [("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -85,16 +85,16 @@ def test_page_tables_of_a_grandchild_count_and_honest_processes_stay_under_the_l
     assert found["past_default"] is None, found  # 32 MiB and two small processes: far under the limit
 
 
-_DELETED = r"""
-import json, os, sys, tempfile, time
+_HELD = r"""
+import ctypes, json, os, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
 import process_tree
 
+folder = tempfile.mkdtemp()
 reader, writer = os.pipe()
 child = os.fork()
-if child == 0:  # writes 3 MiB, deletes the file and keeps it open; and a deleted file of 1 MiB twice
-    folder = tempfile.mkdtemp()
-    kept = []
+if child == 0:  # deleted files kept open (3 MiB; 1 MiB by two descriptors), one mapped alone, 40 pipes
+    kept = [os.pipe() for _ in range(40)]
     for name, size in (("big", 3 << 20), ("small", 1 << 20)):
         handle = open(os.path.join(folder, name), "wb")
         handle.write(os.urandom(size))
@@ -102,27 +102,67 @@ if child == 0:  # writes 3 MiB, deletes the file and keeps it open; and a delete
         os.fsync(handle.fileno())
         os.unlink(handle.name)
         kept += [handle, os.dup(handle.fileno())]
-    os.rmdir(folder)
+    with open(os.path.join(folder, "mapped"), "wb") as handle:
+        handle.write(os.urandom(1 << 20))
+    fd = os.open(os.path.join(folder, "mapped"), os.O_RDONLY)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    assert libc.mmap(None, 1 << 20, 1, 1, fd, 0) not in (None, ctypes.c_void_p(-1).value)  # PROT_READ, MAP_SHARED
+    os.close(fd)
+    os.unlink(os.path.join(folder, "mapped"))
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    region = libc.mmap(None, 6000 * 4096, 0, 0x22, -1, 0)  # PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS
+    for page in range(0, 6000, 2):  # every other page readable: 6,000 mappings where there was one
+        libc.mprotect(region + page * 4096, 4096, 1)
     os.write(writer, b"x")
     time.sleep(60)
     os._exit(0)
 os.read(reader, 1)
-found = {"past_3": process_tree.deleted_files_past_limit(3 << 20),
-         "past_5": process_tree.deleted_files_past_limit(5 << 20)}
+here = frozenset({os.stat(folder).st_dev})
+limits = process_tree.FileLimits
+found = {"open_past_3": process_tree.files_past_limits(limits(3 << 20, 8 << 20, frozenset(), ("/elsewhere/",), None)),
+         "open_within_5": process_tree.files_past_limits(limits(5 << 20, 8 << 20, frozenset(), ("/elsewhere/",), None)),
+         "mapped_by_device": process_tree.files_past_limits(limits(5 << 20, 8 << 20, here, ("/elsewhere/",), None)),
+         "mapped_by_name": process_tree.files_past_limits(limits(5 << 20, 8 << 20, frozenset(), (folder + "/",), None)),
+         "pipes_past_30": process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), 30)),
+         "pipes_within_60": process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), 60)),
+         "not_mapped": process_tree.files_past_limits(limits(5 << 20, 8 << 20, here, (), None, maps=False)),
+         "limits": process_tree.file_limits(1 << 30, 8 << 20, [folder]).__dict__}
+process_tree.MOST_MAPPINGS = 5000
+found["mappings_past_5000"] = process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), None))
 os.kill(child, 9)
 os.waitpid(child, 0)
+os.rmdir(folder)
+found["limits"]["devices"], found["here"] = sorted(found["limits"]["devices"]), sorted(here)
 print(json.dumps(found))
 """
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="/proc/PID/fd as Linux has it")
-def test_files_deleted_while_open_count_against_the_disk_limit_once_each():
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/PID/fd and maps as Linux has them")
+def test_deleted_files_open_or_mapped_and_pipes_count_against_their_limits():
     # Mistakes caught: only the folders counted (a worker wrote three 200 MiB files, deleted them and kept
     # them open across calls: 600 MiB on a disk past a 0.25 GiB limit, as an ordinary user); a file held
-    # by two descriptors counted twice (4 MiB here would read as 8).
-    done = subprocess.run([sys.executable, "-I", "-c", _DELETED, str(SANDBOX)], capture_output=True, text=True,
+    # by two descriptors counted twice (4 MiB here would read as 8); descriptors read but not the maps (two
+    # files of 160 MiB mapped, closed and deleted held 320 MiB past a 256 MiB quota); a mapping matched by
+    # neither its device nor its folder's name; pipes not counted (an ordinary user's worker held the uid's
+    # pipe pages, which the TA's processes share, and every new pipe of theirs had 8 KiB); mappings not
+    # counted (below).
+    done = subprocess.run([sys.executable, "-I", "-c", _HELD, str(SANDBOX)], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout)
-    assert found["past_3"] is not None and "4 MiB in files deleted while still open" in found["past_3"], found
-    assert found["past_5"] is None, found
+    assert found["open_past_3"] is not None and "4 MiB in files deleted" in found["open_past_3"], found
+    assert found["open_within_5"] is None, found
+    for how in ("mapped_by_device", "mapped_by_name"):
+        assert found[how] is not None and "12 MiB" in found[how] and "1 of them mapped" in found[how], (how, found)
+    assert found["pipes_past_30"] is not None and "pipes" in found["pipes_past_30"], found
+    assert found["pipes_within_60"] is None, found
+    with open("/proc/sys/fs/pipe-user-pages-soft") as handle:
+        soft = int(handle.read())
+    assert found["limits"]["pipes"] == (soft // 64 or None), found
+    assert found["limits"]["devices"] == found["here"], found
+    assert found["not_mapped"] is None, found  # a tmpfs and a memory group count these where the maps are not read
+    # Mistake caught: mappings not counted (every other page of one region made readable: 65,530 mappings,
+    # ~14 MiB of kernel memory, a process; 30 processes held 423 MiB, and no page table grew).
+    assert found["mappings_past_5000"] is not None and "memory mappings" in found["mappings_past_5000"], found

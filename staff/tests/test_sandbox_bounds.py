@@ -139,6 +139,34 @@ def test_read_frame_refuses_a_header_or_blobs_past_its_limits():
         os.close(write)
 
 
+def _frame_file(tmp_path: Path, header: dict) -> int:
+    """A frame written to a file and opened for reading (a pipe would hold 64 KiB of it)."""
+    path = tmp_path / "frame"
+    with open(path, "wb") as handle:
+        write_frame(handle.fileno(), header)
+    return os.open(path, os.O_RDONLY)
+
+
+def test_read_frame_counts_a_headers_lists_before_it_builds_them(tmp_path):
+    # Mistake caught: the frame's own header parsed with no count of its containers (a worker wrote
+    # 8 MiB of nested lists as a reply's id, which the codec's bound never saw: 229 MiB of the test
+    # process over the reference's); or a bound so tight that a value the codec may send, whose header
+    # travels inside the frame's as a string, is refused.
+    fd = _frame_file(tmp_path, {"id": [[]] * 400_000})
+    try:
+        with pytest.raises(FrameError, match="400,003 lists and objects is over the limit of 400,000"):
+            read_frame(fd)
+    finally:
+        os.close(fd)
+    value, blobs = _codec.encode([[]] * (_codec.MAX_CONTAINERS - 1))
+    fd = _frame_file(tmp_path, {"ok": True, "value": value, "error": "[{" * 4000})
+    try:
+        header, _ = read_frame(fd)
+    finally:
+        os.close(fd)
+    assert len(_codec.decode(header["value"], blobs)) == _codec.MAX_CONTAINERS - 1
+
+
 def test_a_closed_pipe_is_told_apart_from_a_bad_frame():
     # The grader blames a closed pipe on how the child ended, and a bad frame on what it sent.
     read, write = os.pipe()
@@ -319,15 +347,16 @@ def test_what_a_worker_user_leaves_is_removed(tmp_path):
     assert ipc_objects(owned) == [] and not Path(f"/tmp/left-by-{uid}").exists()
 
 
-def _scripted_worker(monkeypatch, first_child_reads: bool):
+def _scripted_worker(monkeypatch, first_child_reads: bool, stopped_why: str | None = None):
     """A Worker with no process: its first child has ended (its reply pipe at EOF) after reading this
-    call or before; each fresh child then answers one frame from a thread."""
+    call or before (ended by the zygote for `stopped_why`, where given); each fresh child then answers
+    one frame from a thread."""
     import threading
 
     from staff.sandbox.client import Worker
 
     worker = Worker.__new__(Worker)
-    worker.next_id, worker.cgroup = 0, None
+    worker.next_id, worker.cgroup, worker.stopped_why = 0, None, None
     request_read, worker.requests = os.pipe()
     worker.responses, response_write = os.pipe()
 
@@ -347,7 +376,8 @@ def _scripted_worker(monkeypatch, first_child_reads: bool):
             write_frame(served_write, {"id": request["id"], "ok": True, "value": "null"})
 
         threading.Thread(target=serve, daemon=True).start()
-        return "exited with code 0"
+        worker.stopped_why = stopped_why
+        return stopped_why or "exited with code 0"
 
     monkeypatch.setattr(worker, "fresh_child", fresh_child)
     return worker
@@ -361,6 +391,20 @@ def test_a_child_that_ended_before_reading_a_call_does_not_fail_it(monkeypatch):
     worker = _scripted_worker(monkeypatch, first_child_reads=False)
     reply, _ = worker._request({"op": "ping"}, [], time.monotonic() + 10)
     assert reply["ok"] is True
+
+
+def test_a_child_the_zygote_ended_between_calls_fails_the_next_call(monkeypatch):
+    # Mistake: a child ended between calls for what its processes held (a thread of the student's
+    # mapping deleted files again) taken for one that ended on its own: the call goes to a fresh child,
+    # and a child that holds too much again at once never loses a call.
+    import time
+
+    from staff.sandbox.failures import WorkerCrashed
+
+    why = "was stopped by the grader: your code's processes held 1,080 pipes at once"
+    worker = _scripted_worker(monkeypatch, first_child_reads=False, stopped_why=why)
+    with pytest.raises(WorkerCrashed, match="1,080 pipes"):
+        worker._request({"op": "ping"}, [], time.monotonic() + 10)
 
 
 def test_a_child_that_read_a_call_and_died_fails_that_call(monkeypatch):

@@ -20,7 +20,7 @@ from staff.sandbox.syscall_numbers import NUMBERS
 from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, PRELUDE, SECCOMP_MACHINES, verdict_of
 
 ALLOW, ERRNO = 0x7FFF0000, 0x50000
-EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
+EPERM, EINVAL, ENOSYS, EAFNOSUPPORT, EOPNOTSUPP = 1, 22, 38, 97, 95
 HEADER = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
 
 
@@ -97,11 +97,40 @@ def test_the_checked_calls_refuse_their_dangerous_arguments(machine):
     assert verdict("setsockopt", 3, 6, 7, 0, 4) == ALLOW  # IPPROTO_TCP's option 7 is not a buffer size
     for command in (8, 10, 15):  # F_SETOWN, F_SETSIG, F_SETOWN_EX: the kernel signals the owner, any pid
         assert verdict("fcntl", 0, command, 4242) == deny, command
-    assert verdict("prctl", 22, 2) == deny and verdict("prctl", 4, 0) == ALLOW  # PR_SET_SECCOMP; PR_SET_DUMPABLE
+    assert verdict("prctl", 22, 2) == deny and verdict("prctl", 15, 0) == ALLOW  # PR_SET_SECCOMP; PR_SET_NAME
     gpu = syscall_filter.seccomp_program(machine, sockets=False)
     assert verdict_of(gpu, arch, have["fcntl"], 0, 6) == ALLOW  # CUDA's caches may lock their files
     assert verdict_of(gpu, arch, have["prctl"], 22, 2) == ALLOW  # each child stacks the CPU grade's filter
     assert verdict_of(gpu, arch, have["clone"], 0x01200011 | 0x10000000) == deny
+
+
+@pytest.mark.parametrize("machine", SECCOMP_MACHINES)
+def test_what_the_zygote_counts_cannot_be_hidden_from_it(machine):
+    # The zygote counts the deleted files and pipes the worker's processes hold from /proc/PID/fd and
+    # /proc/PID/maps. Mistakes: a thread with a file table of its own (clone with CLONE_THREAD, not
+    # CLONE_FILES: its descriptors show only under /proc/PID/task/TID/fd), a process made not dumpable
+    # (its /proc entries closed to the zygote), a pipe grown past the default 16 pages (the uid's
+    # pipe-user-pages-soft is the TA's too), blocks kept past a file's end (FALLOC_FL_KEEP_SIZE, which
+    # the file-size limit does not see); or a check so wide it refuses pthreads, fork, posix_fallocate,
+    # F_GETPIPE_SZ or a process making itself dumpable again.
+    program, arch = syscall_filter.seccomp_program(machine), syscall_filter._AUDIT_ARCH[machine]
+    have, deny = syscalls.numbers(machine), ERRNO | EPERM
+
+    def verdict(name: str, *args: int) -> int:
+        return verdict_of(program, arch, have[name], *args)
+
+    assert verdict("clone", 0x003D0F00 & ~0x400) == deny  # pthread_create's flags less CLONE_FILES
+    assert verdict("clone", 0x00010900) == deny  # CLONE_THREAD | CLONE_SIGHAND | CLONE_VM alone
+    assert verdict("clone", 0x003D0F00) == verdict("clone", 0x01200011) == verdict("clone", 0x4111) == ALLOW
+    assert verdict("prctl", 4, 0) == deny and verdict("prctl", 4, 2) == deny and verdict("prctl", 4, 1) == ALLOW
+    # PR_FUTEX_HASH's SET_SLOTS (2**24 slots: 1.28 GiB of vmalloc a process, under no limit but a memory group)
+    assert verdict("prctl", 78, 1, 1 << 24) == verdict("prctl", 78, 2) == ERRNO | EINVAL
+    assert verdict("fcntl", 5, 1031, 1 << 20) == deny and verdict("fcntl", 5, 1032) == ALLOW  # F_SETPIPE_SZ; GET
+    assert verdict("fallocate", 5, 0, 0, 1 << 20) == ALLOW  # posix_fallocate
+    for mode in (1, 3, 0x10, 0x11, 0x20, 1 << 32):  # KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE, its KEEP_SIZE, INSERT_RANGE
+        assert verdict("fallocate", 5, mode, 0, 1 << 20) == ERRNO | EOPNOTSUPP, mode
+    gpu = syscall_filter.seccomp_program(machine, sockets=False)  # the zygote's, whose children stack the above
+    assert verdict_of(gpu, arch, have["prctl"], 4, 0) == ALLOW
 
 
 @pytest.mark.parametrize("machine", SECCOMP_MACHINES)
