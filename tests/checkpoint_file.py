@@ -40,6 +40,7 @@ import torch
 from tests.checks import explain, student_file_bytes
 
 MAX_ENTRIES = 100_000  # zip entries: an honest checkpoint has one per tensor storage, and 6 more
+MAX_DIRECTORY_ENTRY_BYTES = 46 + 1024 + 128  # a directory entry's fixed part, a long name, a zip64 extra field
 MAX_OPCODES = 2_000_000  # pickle opcodes read (a state dict takes about 20 per tensor)
 MAX_SIZE = 2_000_000  # values a traversal of the result visits, shared ones counted each time used
 MAX_DEPTH = 100  # levels of containers (a checkpoint's dict of state dicts of tensors: 9)
@@ -107,7 +108,9 @@ def _storage_itemsize(name: str) -> int | None:
 
 
 def _archive_entries(data: bytes) -> int:
-    """The entry count the zip's end record declares (its zip64 record's, where it has one)."""
+    """The entry count the zip's end record declares (its zip64 record's, where it has one), after
+    checking that the directory it declares is no longer than that many entries can take (a directory
+    that lists one entry 5.7 million times under a count of 1 made zipfile build each: 2 GiB)."""
     if len(data) < 22 or data[:4] != b"PK\x03\x04":
         raise Refused("not a zip archive", "the file torch.save writes by default (a zip archive, since PyTorch 1.6)")
     end = len(data) - 22
@@ -122,7 +125,10 @@ def _archive_entries(data: bytes) -> int:
         (record,) = struct.unpack_from("<Q", data, locator + 8)
         if record > locator - 56 or data[record:record + 4] != b"PK\x06\x06":
             raise Refused("a zip64 archive whose end record is not where its locator says", "a well-formed archive")
-        (entries,) = struct.unpack_from("<Q", data, record + 32)
+        entries, directory_size = struct.unpack_from("<QQ", data, record + 32)
+    if directory_size > entries * MAX_DIRECTORY_ENTRY_BYTES:
+        raise Refused(f"a zip directory of {directory_size:,} bytes for {entries:,} entries",
+                      f"at most {MAX_DIRECTORY_ENTRY_BYTES} bytes an entry (torch.save's names are short)")
     return entries
 
 
@@ -139,8 +145,12 @@ def _pickle_of(data: bytes) -> tuple[bytes, dict[str, int]]:
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
         raise Refused(f"a zip archive that cannot be read ({error})", "the archive torch.save writes") from None
     names = [info.filename for info in infos]
-    if len(set(names)) != len(names):
-        raise Refused("a zip archive with two entries of the same name", "unique names, as torch.save writes")
+    if len({name.lower() for name in names}) != len(names):  # torch's reader finds a name whatever its case
+        raise Refused("a zip archive with two entries of the same name (letter case aside)",
+                      "unique names, as torch.save writes")
+    prefix = names[0].partition("/")[0] if names else ""
+    if any(not name.startswith(f"{prefix}/") for name in names):
+        raise Refused("a zip archive whose entries are not all in one folder", "one folder, as torch.save writes")
     declared = 0
     for info in infos:
         if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
@@ -153,7 +163,6 @@ def _pickle_of(data: bytes) -> tuple[bytes, dict[str, int]]:
     if declared > len(data):
         raise Refused(f"entries that declare {declared:,} bytes in all in a file of {len(data):,}",
                       "at most the file's size (torch.save stores its entries uncompressed)")
-    prefix = names[0].partition("/")[0] if names else ""
     if f"{prefix}/data.pkl" not in names:
         raise Refused("a zip archive without data.pkl", "the archive torch.save writes (its pickle is data.pkl)")
     try:

@@ -76,7 +76,10 @@ def picked(pool: tuple[torch.Tensor, torch.Tensor], seed: int) -> tuple[torch.Te
 
 
 def saved_files(folder: Path) -> list[str] | str:
-    """The names in a checkpoint folder the student's code was to create."""
+    """The names in a checkpoint folder the student's code was to create; a link is not listed (the
+    grader would list wherever it points, as its own user)."""
+    if folder.is_symlink():
+        return f"{folder} is a link, not a folder"
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else f"no folder {folder}"
 
 

@@ -24,6 +24,7 @@ MAX_BLOB_BYTES = 1 << 30  # all blobs of one frame together
 # and the rest of a frame holds a few. 8 MiB of lists nested 60 deep built 4.2 million and cost the
 # test process 751 MiB.
 MAX_HEADER_CONTAINERS = 400_000
+MAX_BLOBS = 300_000  # blobs one frame may list: one per tensor, array or bytes of the value at most
 
 
 class FrameError(Exception):
@@ -107,6 +108,8 @@ def read_frame(fd: int, deadline: float | None = None, max_header: int = MAX_HEA
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise FrameError(f"a frame header that is not JSON: {error}") from error
     sizes = header.get("blobs") if isinstance(header, dict) else None
+    if isinstance(sizes, list) and len(sizes) > MAX_BLOBS:
+        raise FrameError(f"a frame of {len(sizes):,} blobs is over the limit of {MAX_BLOBS:,}")
     if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
         raise FrameError("a frame header without a list of blob sizes")
     if sum(sizes) > max_blobs:

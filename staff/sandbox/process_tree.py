@@ -29,6 +29,10 @@ CHECK = b'{"op": "check"}'  # the grader's question to the zygote after each cal
 # a process, 423 MiB in 30 (mprotect on every other page of one region). A process that has imported
 # torch holds about 1,000.
 MOST_MAPPINGS = 100_000
+MOST_MAPS_BYTES = 16 << 20  # the maps read in one look, over every process
+# An open file of /proc keeps a kernel buffer as large as the longest line read from it: a maps line
+# naming a file below folders deeper than PATH_MAX is 263 KB, and 827 descriptors read so held 414 MiB.
+MOST_PROC_FILES = 32
 PIPE_PAGES = 16  # a pipe's buffer, in pages, when it cannot be resized
 MOST_PROCESSES = 4096  # a walk stops here whatever /proc shows: more than any process limit of a worker
 
@@ -142,18 +146,22 @@ def file_limits(disk_bytes: int, file_bytes: int, folders: list[str], maps: bool
                       soft // PIPE_PAGES // 4 if soft else None, maps)
 
 
-def _mappings(pid: int, limits: FileLimits) -> tuple[int, set[tuple[int, int]]]:
-    """How many mappings process `pid` has, and the files on the worker's disk it maps after they were
-    deleted, as (st_dev, st_ino) (/proc/PID/maps names each "(deleted)"); (0, none) where the maps
-    cannot be read."""
+def _mappings(pid: int, limits: FileLimits, most_bytes: int) -> tuple[int, set[tuple[int, int]], int]:
+    """How many mappings process `pid` has, the files on the worker's disk it maps after they were
+    deleted, as (st_dev, st_ino) (/proc/PID/maps names each "(deleted)"), and the bytes of maps read;
+    (0, none, 0) where the maps cannot be read. Past `most_bytes` it stops, the bytes read saying so
+    (a maps of 10,000 lines naming a 15 KB path each is 150 MB: seconds of this process's time)."""
+    chunks, size = [], 0
     try:
-        with open(f"/proc/{pid}/maps", "rb") as handle:
-            text = handle.read()
+        with open(f"/proc/{pid}/maps", "rb", buffering=0) as handle:
+            while size <= most_bytes and (chunk := handle.read(1 << 16)):
+                chunks.append(chunk)
+                size += len(chunk)
     except OSError:
-        return 0, set()
-    found = set()
-    if b" (deleted)" not in text:
-        return text.count(b"\n"), found
+        return 0, set(), 0
+    text, found = b"".join(chunks), set()
+    if size > most_bytes or b" (deleted)" not in text:
+        return text.count(b"\n"), found, size
     for line in text.decode("utf-8", "replace").splitlines():
         if not line.endswith(" (deleted)"):
             continue
@@ -166,20 +174,22 @@ def _mappings(pid: int, limits: FileLimits) -> tuple[int, set[tuple[int, int]]]:
         name = fields[5] if len(fields) > 5 else ""
         if inode and (device in limits.devices or name.startswith(limits.folders)):
             found.add((device, inode))
-    return text.count(b"\n"), found
+    return text.count(b"\n"), found, size
 
 
 def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str | None:
     """Why the processes below this one (or `pids`) must end, else None: the files they hold open
     or mapped after deleting them (in no folder, so no count of the folders sees them, yet on a disk)
-    take more than the disk quota together, they hold more pipes than `limits.pipes`, or more
-    mappings than MOST_MAPPINGS (the last two: kernel memory that no limit but a memory group counts).
+    take more than the disk quota together, they hold more pipes than `limits.pipes`, more open files
+    of /proc than MOST_PROC_FILES, or more mappings than MOST_MAPPINGS (kernel memory that no limit
+    but a memory group counts), or their maps are longer than MOST_MAPS_BYTES (the look's own time).
 
     A file open is measured (its blocks, through the descriptor); a file mapped alone counts at the
     file-size limit. A process whose descriptors or maps are closed to this one is passed over: an
     honest one can be (a daemon that ran /bin/sleep was, in the grader), and treating it as hiding
     failed honest code; the filter refuses making a process not dumpable, which would close them."""
-    held, seen, pipes, mapped, mappings = 0, set(), set(), set(), 0
+    held, seen, pipes, mapped, mappings, maps_bytes, proc_files = 0, set(), set(), set(), 0, 0, 0
+    proc = os.stat("/proc/self").st_dev
     for pid in descendants() if pids is None else pids:
         try:
             descriptors = os.listdir(f"/proc/{pid}/fd")
@@ -191,14 +201,21 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
             except OSError:
                 continue
             key = (info.st_dev, info.st_ino)
-            if stat.S_ISFIFO(info.st_mode):
+            if info.st_dev == proc:
+                proc_files += 1
+            elif stat.S_ISFIFO(info.st_mode):
                 pipes.add(key)
             elif stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and key not in seen:
                 seen.add(key)
                 held += info.st_blocks * 512
         if limits.maps:
-            count, deleted = _mappings(pid, limits)
-            mappings, mapped = mappings + count, mapped | deleted
+            count, deleted, size = _mappings(pid, limits, MOST_MAPS_BYTES - maps_bytes)
+            mappings, mapped, maps_bytes = mappings + count, mapped | deleted, maps_bytes + size
+            if maps_bytes > MOST_MAPS_BYTES:
+                return (f"was stopped by the grader: your code's processes' lists of their memory mappings "
+                        f"(/proc/PID/maps) took more than {MOST_MAPS_BYTES >> 20} MiB to read (a process that has "
+                        f"imported torch lists about 0.1 MiB; a very long file path, mapped many times, makes them "
+                        f"long)")
     mapped -= seen
     held += len(mapped) * limits.file_bytes
     if held > limits.disk_bytes:
@@ -210,6 +227,10 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
         return (f"was stopped by the grader: your code's processes held {len(pipes):,} pipes at once, past the "
                 f"{limits.pipes:,} a grade allows (each pipe's buffer is counted toward a limit of the user the "
                 f"grader runs as, which the grader's own processes share)")
+    if proc_files > MOST_PROC_FILES:
+        return (f"was stopped by the grader: your code's processes held {proc_files} files of /proc open at once, "
+                f"past the {MOST_PROC_FILES} a grade allows (each keeps a kernel buffer as long as the longest line "
+                f"read from it, which no limit counts)")
     if mappings > MOST_MAPPINGS:
         return (f"was stopped by the grader: your code's processes held {mappings:,} memory mappings, past the "
                 f"{MOST_MAPPINGS:,} a grade allows (each is kernel memory no limit counts; a process that has imported "

@@ -186,7 +186,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "files-mapped-after-deletion": [()], "files-held-by-a-thread-of-its-own": [()],
                   "pipe-pages-of-the-graders-uid": [()], "files-held-by-an-unreadable-program": [("namespaces",)],
                   "pipes-held-by-unreadable-programs": [("namespaces",)], "futex-hash-of-many-slots": [()],
-                  "mappings-in-many-processes": [()], "zygote-stopped-while-page-tables-grow": [("namespaces",)]}
+                  "mappings-in-many-processes": [()], "zygote-stopped-while-page-tables-grow": [("namespaces",)],
+                  "proc-buffers-of-long-map-names": [()], "maps-of-long-names-blind-the-watch": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -232,6 +232,41 @@ def test_sizes_declared_beyond_the_file_are_refused_before_loading(tmp_path, no_
         assert "whose pickle calls" in message, message
 
 
+def test_an_archive_read_otherwise_by_torch_than_by_the_scan_is_refused(tmp_path, no_load):
+    # Catches a scan whose zip reading differs from torch's: a second pickle named archive/DATA.pkl
+    # (torch's reader finds a name whatever its case, zipfile does not: the scan checked the honest
+    # data.pkl and torch.load built the other, a key of tuples 40 deep, ~100 minutes to hash); an entry
+    # outside the archive's one folder; a directory that lists one entry 5.7 million times under an
+    # end record that declares 1 (zipfile built an object for each: 2 GiB of the test process).
+    honest = io.BytesIO()
+    torch.save({"w": torch.ones(4)}, honest)
+    twin = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(honest.getvalue())) as source, zipfile.ZipFile(twin, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, source.read(info))
+            if info.filename.endswith("/data.pkl"):
+                target.writestr(info.filename.replace("data.pkl", "DATA.pkl"), PROTOCOL + b"N.")
+    message = refusal(tmp_path, twin.getvalue())
+    assert "two entries of the same name (letter case aside)" in message, message
+
+    elsewhere = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(honest.getvalue())) as source, zipfile.ZipFile(elsewhere, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, source.read(info))
+        target.writestr("other/data.pkl", PROTOCOL + b"N.")
+    assert "not all in one folder" in refusal(tmp_path, elsewhere.getvalue())
+
+    data = bytearray(honest.getvalue())
+    end = len(data) - 22
+    entries, size, at = struct.unpack_from("<HII", data, end + 10)
+    directory = bytes(data[at:at + size])
+    first = directory[:directory.index(b"PK\x01\x02", 4)]  # one directory entry, listed 2,000 times
+    grown = data[:at] + first * 2000
+    grown += struct.pack("<4sHHHHII", b"PK\x05\x06", 0, 0, 1, 1, len(first) * 2000, at) + b"\0\0"
+    message = refusal(tmp_path, bytes(grown))
+    assert f"a zip directory of {len(first) * 2000:,} bytes for 1 entries" in message, message
+
+
 def test_a_tensor_spanning_far_beyond_its_storage_is_refused(tmp_path):
     # Catches a reader with no check after torch.load: a stride-0 view of 10**12 elements over 4
     # bytes loads at no cost, and the test's comparison with an int would then allocate a terabyte.

@@ -5,7 +5,6 @@ chosen against the form that stopped cuInit on an H100 (`staff gpu-check` tries 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -14,25 +13,9 @@ from pathlib import Path
 import pytest
 
 from staff.sandbox import confine, landlock_rules
+from staff.tests.processes import in_a_child
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux namespaces and Landlock")
-
-
-def _in_a_child(look) -> dict:
-    """What `look()` returned (a dict of plain data) in a forked child, whatever the child did to itself."""
-    reading, writing = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            os.close(reading)
-            os.write(writing, json.dumps(look()).encode())
-        finally:
-            os._exit(0)
-    os.close(writing)
-    with os.fdopen(reading) as pipe:
-        seen = json.loads(pipe.read() or "{}")
-    os.waitpid(child, 0)
-    return seen
 
 
 def _write(path: str) -> str:
@@ -58,7 +41,7 @@ def _in_a_pid_namespace(own_proc: bool) -> dict:
         return {"statuses": statuses, "proc": proc, "tid": tid, "comm": _write(f"/proc/self/task/{tid}/comm"),
                 "tasks": os.listdir("/proc/self/task"), "pids": [e for e in os.listdir("/proc") if e.isdigit()]}
 
-    return _in_a_child(look)
+    return in_a_child(look)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="new namespaces are made as root here")
@@ -84,7 +67,7 @@ def _under_landlock(own_proc: bool, other: int) -> dict:
         return {"status": status, "comm": _write(f"/proc/self/task/{tid}/comm"),
                 "own": _write(f"/proc/{os.getpid()}/oom_score_adj"), "other": _write(f"/proc/{other}/oom_score_adj")}
 
-    return _in_a_child(look)
+    return in_a_child(look)
 
 
 @pytest.mark.skipif(landlock_rules.landlock_abi() < 3, reason="needs Landlock ABI 3 (truncate) or later")
@@ -127,4 +110,4 @@ def test_a_gpu_grades_child_on_a_kernel_without_landlock_serves_as_a_cpu_grades_
                               "read_only": [], "folder": "/tmp", "shared": "/tmp", "devices": []})
         return {"served": True}
 
-    assert _in_a_child(look) == {"served": True}, "the child exited instead of serving"
+    assert in_a_child(look) == {"served": True}, "the child exited instead of serving"

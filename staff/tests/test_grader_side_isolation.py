@@ -200,3 +200,20 @@ def test_what_the_clean_up_could_not_remove_is_named_without_control_characters(
     kept.rmdir()
     assert "not removed whole" in said and "Permission denied" in said
     assert not CONTROLS.search(said.replace("\n", "")), f"control characters on the console: {said!r}"
+
+
+def test_a_checkpoint_folder_made_a_link_is_not_listed_by_the_tests(tmp_path):
+    # Mistake caught: tests/test_11_train.py's saved_files following a checkpoint_dir that the student's
+    # code made a link (to /root, as a grader running as root would list it) and showing the names in a
+    # failure message.
+    from tests.test_11_train import saved_files
+
+    secret = tmp_path / "home"
+    secret.mkdir()
+    (secret / ".bashrc").write_text("")
+    (tmp_path / "checkpoints").symlink_to(secret)
+    shown = saved_files(tmp_path / "checkpoints")
+    assert ".bashrc" not in str(shown) and "is a link" in str(shown), shown
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "step_000004.pt").write_bytes(b"")
+    assert saved_files(tmp_path / "real") == ["step_000004.pt"]

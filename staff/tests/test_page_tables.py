@@ -93,8 +93,9 @@ import process_tree
 folder = tempfile.mkdtemp()
 reader, writer = os.pipe()
 child = os.fork()
-if child == 0:  # deleted files kept open (3 MiB; 1 MiB by two descriptors), one mapped alone, 40 pipes
-    kept = [os.pipe() for _ in range(40)]
+if child == 0:  # deleted files kept open (3 MiB; 1 MiB by two descriptors), one mapped alone, 40 pipes,
+    kept = [os.pipe() for _ in range(40)]  # 40 open files of /proc
+    kept += [open("/proc/self/status", "rb") for _ in range(40)]
     for name, size in (("big", 3 << 20), ("small", 1 << 20)):
         handle = open(os.path.join(folder, name), "wb")
         handle.write(os.urandom(size))
@@ -121,6 +122,7 @@ if child == 0:  # deleted files kept open (3 MiB; 1 MiB by two descriptors), one
 os.read(reader, 1)
 here = frozenset({os.stat(folder).st_dev})
 limits = process_tree.FileLimits
+process_tree.MOST_PROC_FILES = 40  # the child's 40 are within it until the look at them below
 found = {"open_past_3": process_tree.files_past_limits(limits(3 << 20, 8 << 20, frozenset(), ("/elsewhere/",), None)),
          "open_within_5": process_tree.files_past_limits(limits(5 << 20, 8 << 20, frozenset(), ("/elsewhere/",), None)),
          "mapped_by_device": process_tree.files_past_limits(limits(5 << 20, 8 << 20, here, ("/elsewhere/",), None)),
@@ -129,8 +131,13 @@ found = {"open_past_3": process_tree.files_past_limits(limits(3 << 20, 8 << 20, 
          "pipes_within_60": process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), 60)),
          "not_mapped": process_tree.files_past_limits(limits(5 << 20, 8 << 20, here, (), None, maps=False)),
          "limits": process_tree.file_limits(1 << 30, 8 << 20, [folder]).__dict__}
+process_tree.MOST_PROC_FILES = 39
+found["proc_files_past_39"] = process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), None))
+process_tree.MOST_PROC_FILES = 40
 process_tree.MOST_MAPPINGS = 5000
 found["mappings_past_5000"] = process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), None))
+process_tree.MOST_MAPPINGS, process_tree.MOST_MAPS_BYTES = 10**6, 100_000
+found["maps_past_100_000_bytes"] = process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), None))
 os.kill(child, 9)
 os.waitpid(child, 0)
 os.rmdir(folder)
@@ -166,3 +173,8 @@ def test_deleted_files_open_or_mapped_and_pipes_count_against_their_limits():
     # Mistake caught: mappings not counted (every other page of one region made readable: 65,530 mappings,
     # ~14 MiB of kernel memory, a process; 30 processes held 423 MiB, and no page table grew).
     assert found["mappings_past_5000"] is not None and "memory mappings" in found["mappings_past_5000"], found
+    # Mistakes caught: open files of /proc not counted (each keeps a buffer as long as the longest line
+    # read: 827 of them reading maps lines of 263 KB held 414 MiB); maps read whole however long (a
+    # 252 MB maps took the look 4.1 s, while page tables grew unwatched).
+    assert found["proc_files_past_39"] is not None and "40 files of /proc" in found["proc_files_past_39"], found
+    assert found["maps_past_100_000_bytes"] is not None and "to read" in found["maps_past_100_000_bytes"], found

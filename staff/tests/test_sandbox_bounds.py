@@ -139,11 +139,11 @@ def test_read_frame_refuses_a_header_or_blobs_past_its_limits():
         os.close(write)
 
 
-def _frame_file(tmp_path: Path, header: dict) -> int:
+def _frame_file(tmp_path: Path, header: dict, blobs: list[bytes] = ()) -> int:
     """A frame written to a file and opened for reading (a pipe would hold 64 KiB of it)."""
     path = tmp_path / "frame"
     with open(path, "wb") as handle:
-        write_frame(handle.fileno(), header)
+        write_frame(handle.fileno(), header, blobs)
     return os.open(path, os.O_RDONLY)
 
 
@@ -155,6 +155,12 @@ def test_read_frame_counts_a_headers_lists_before_it_builds_them(tmp_path):
     fd = _frame_file(tmp_path, {"id": [[]] * 400_000})
     try:
         with pytest.raises(FrameError, match="400,003 lists and objects is over the limit of 400,000"):
+            read_frame(fd)
+    finally:
+        os.close(fd)
+    fd = _frame_file(tmp_path, {}, [b""] * 300_001)  # 4.2 million empty blobs took read_frame 2.2 s and 310 MiB
+    try:
+        with pytest.raises(FrameError, match="300,001 blobs is over the limit of 300,000"):
             read_frame(fd)
     finally:
         os.close(fd)

@@ -6,7 +6,7 @@ and maps are closed to the zygote that counts the deleted files and pipes it hol
 
 from __future__ import annotations
 
-import json
+import ctypes
 import os
 import shutil
 import subprocess
@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from staff.sandbox import landlock_rules
+from staff.tests.processes import in_a_child
 
 
 def _loaded_library(name: str) -> str | None:
@@ -30,42 +31,28 @@ def _loaded_library(name: str) -> str | None:
 def _tried_under_landlock(folder: str) -> dict:
     """In a forked child under the worker's kind of rules (the system read-only, `folder` writable):
     running /bin/true, running a copy of it in `folder`, loading a copy of libm from `folder`."""
-    reading, writing = os.pipe()
-    child = os.fork()
-    if child == 0:
-        found: dict = {}
-        try:
-            os.close(reading)
-            library = _loaded_library("libm.so") or _loaded_library("libc.so")  # /proc is closed below
-            found["status"] = landlock_rules.landlock(["/usr", "/bin", "/lib", "/lib64", "/etc", sys.prefix],
-                                                      [folder], [])["files"]
-            copy = os.path.join(folder, "true")
-            shutil.copyfile(shutil.which("true") or "/bin/true", copy)
-            os.chmod(copy, 0o700)
-            for key, program in (("system", shutil.which("true") or "/bin/true"), ("own", copy)):
-                try:
-                    found[key] = subprocess.run([program], check=False).returncode
-                except OSError as error:
-                    found[key] = error.strerror
-            if library is not None:
-                shutil.copyfile(library, os.path.join(folder, "lib.so"))
-                import ctypes
+    def look() -> dict:
+        library = _loaded_library("libm.so") or _loaded_library("libc.so")  # /proc is closed below
+        found = {"status": landlock_rules.landlock(["/usr", "/bin", "/lib", "/lib64", "/etc", sys.prefix],
+                                                   [folder], [])["files"]}
+        copy = os.path.join(folder, "true")
+        shutil.copyfile(shutil.which("true") or "/bin/true", copy)
+        os.chmod(copy, 0o700)
+        for key, program in (("system", shutil.which("true") or "/bin/true"), ("own", copy)):
+            try:
+                found[key] = subprocess.run([program], check=False).returncode
+            except OSError as error:
+                found[key] = error.strerror
+        if library is not None:
+            shutil.copyfile(library, os.path.join(folder, "lib.so"))
+            try:
+                ctypes.CDLL(os.path.join(folder, "lib.so"))
+                found["dlopen"] = "loaded"
+            except OSError as error:
+                found["dlopen"] = str(error)
+        return found
 
-                try:
-                    ctypes.CDLL(os.path.join(folder, "lib.so"))
-                    found["dlopen"] = "loaded"
-                except OSError as error:
-                    found["dlopen"] = str(error)
-        except Exception as error:  # noqa: BLE001 - the parent shows what went wrong
-            found["error"] = repr(error)
-        finally:
-            os.write(writing, json.dumps(found).encode())
-            os._exit(0)
-    os.close(writing)
-    with os.fdopen(reading) as pipe:
-        found = json.loads(pipe.read() or "{}")
-    os.waitpid(child, 0)
-    return found
+    return in_a_child(look)
 
 
 @pytest.mark.skipif(landlock_rules.landlock_abi() < 1, reason="needs Landlock")
