@@ -8,8 +8,9 @@ are memory no resource limit counts and, where the worker has no memory group of
 ordinary user's grade, a container), nothing in the kernel bounds: a read-only page of 4 KiB mapped
 1 GiB from the next costs 8 KiB of tables, up to vm.max_map_count (65,530) mappings a process, so
 512 MiB a process whatever its address-space limit. The zygote watches their sum instead
-(`worker.zygote`) and ends the child's processes past `PAGE_TABLE_LIMIT_KIB`; every 0.5 s it also
-counts their deleted files and pipes (`files_past_limits`).
+(`worker.zygote`) and ends the child's processes past `PAGE_TABLE_LIMIT_KIB`; every 0.5 s, and
+whenever the grader asks after a call (`CHECK`), it also counts what they hold in files and kernel
+objects (`files_past_limits`): both looks are `held_past_limits`.
 """
 
 from __future__ import annotations
@@ -236,3 +237,11 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
                 f"{MOST_MAPPINGS:,} a grade allows (each is kernel memory no limit counts; a process that has imported "
                 f"torch holds about a thousand)")
     return None
+
+
+def held_past_limits(limits: FileLimits, files: bool = True) -> str | None:
+    """Why the processes below this one must end, else None: their page tables, and with `files`
+    what `files_past_limits` counts too (a look of a few ms: the zygote takes it every 0.5 s and after
+    each call, the page tables every 50 ms)."""
+    pids = descendants()
+    return page_tables_past_limit(pids=pids) or (files_past_limits(limits, pids) if files else None)

@@ -278,10 +278,7 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     while True:
         if child is not None and not select.select([control], [], [], process_tree.WATCH_INTERVAL_S)[0]:
             looks += 1
-            pids = process_tree.descendants()
-            why = process_tree.page_tables_past_limit(pids=pids)
-            if why is None and looks % process_tree.FILE_LOOKS_EVERY == 0:
-                why = process_tree.files_past_limits(limits, pids)
+            why = process_tree.held_past_limits(limits, files=looks % process_tree.FILE_LOOKS_EVERY == 0)
             if why is not None:  # its pipes close, and the grader asks for a fresh child and hears why
                 ended, child = (*_end_children(child, init, baseline_kib), why), None
             continue
@@ -291,11 +288,8 @@ def zygote(config: dict, status: dict[str, str]) -> None:
             message, fds = b"", []
         if message == process_tree.CHECK and not fds:  # after a call: what its processes hold now, or why it ended
             why = ended[2] if ended is not None else None
-            if why is None and child is not None:
-                pids = process_tree.descendants()
-                why = process_tree.page_tables_past_limit(pids=pids) or process_tree.files_past_limits(limits, pids)
-                if why is not None:
-                    ended, child = (*_end_children(child, init, baseline_kib), why), None
+            if why is None and child is not None and (why := process_tree.held_past_limits(limits)) is not None:
+                ended, child = (*_end_children(child, init, baseline_kib), why), None
             control.sendall(json.dumps({"op": "checked", "why": why}).encode() + b"\n")
             continue
         if not message or len(fds) != 2:

@@ -130,6 +130,8 @@ found = {"open_past_3": process_tree.files_past_limits(limits(3 << 20, 8 << 20, 
          "pipes_past_30": process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), 30)),
          "pipes_within_60": process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), 60)),
          "not_mapped": process_tree.files_past_limits(limits(5 << 20, 8 << 20, here, (), None, maps=False)),
+         "held": process_tree.held_past_limits(limits(3 << 20, 8 << 20, frozenset(), ("/elsewhere/",), None)),
+         "held_page_tables_only": process_tree.held_past_limits(limits(3 << 20, 8 << 20, here, (), 30), files=False),
          "limits": process_tree.file_limits(1 << 30, 8 << 20, [folder]).__dict__}
 process_tree.MOST_PROC_FILES = 39
 found["proc_files_past_39"] = process_tree.files_past_limits(limits(1 << 30, 8 << 20, here, (), None))
@@ -169,6 +171,9 @@ def test_deleted_files_open_or_mapped_and_pipes_count_against_their_limits():
         soft = int(handle.read())
     assert found["limits"]["pipes"] == (soft // 64 or None), found
     assert found["limits"]["devices"] == found["here"], found
+    # the zygote's one look (every 0.5 s and after each call): the files too, or, between, page tables alone
+    assert found["held"] is not None and "4 MiB in files deleted" in found["held"], found
+    assert found["held_page_tables_only"] is None, found
     assert found["not_mapped"] is None, found  # a tmpfs and a memory group count these where the maps are not read
     # Mistake caught: mappings not counted (every other page of one region made readable: 65,530 mappings,
     # ~14 MiB of kernel memory, a process; 30 processes held 423 MiB, and no page table grew).
