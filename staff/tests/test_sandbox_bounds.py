@@ -413,6 +413,49 @@ def test_a_child_the_zygote_ended_between_calls_fails_the_next_call(monkeypatch)
         worker._request({"op": "ping"}, [], time.monotonic() + 10)
 
 
+class _HoldingWorker:
+    """A Worker stand-in whose every call answers None, and whose zygote says once, after a call, that
+    the child's processes hold too much (`why`)."""
+
+    requests = 0
+
+    def __init__(self, why: str) -> None:
+        self.why, self.fresh_children = why, 0
+        self.log = type("Log", (), {"take": staticmethod(lambda: "")})()
+
+    def request(self, header: dict, blobs: list, deadline: float) -> tuple[dict, list]:
+        return {"ok": True, "value": "null"}, []
+
+    def held_past_limits(self) -> str | None:
+        why, self.why = self.why, None
+        return why
+
+    def fresh_child(self) -> str:
+        self.fresh_children += 1
+        return ""
+
+
+def test_the_call_after_which_the_processes_hold_too_much_fails_and_the_next_is_served():
+    # Mistake caught: the route not asking the zygote after a call (the zygote's timer ended the child
+    # between calls instead, and whichever call came next, in any problem, lost its points: Problem 2
+    # 33/35 for an attack in Problem 1), or asking but letting the same child serve on.
+    from staff.sandbox.failures import WorkerCrashed
+    from staff.sandbox.worker_route import WorkerRoute
+
+    def run_bytes_per_element() -> None:
+        """A stand-in adapter."""
+
+    why = "was stopped by the grader: your code's processes held 1,080 pipes at once"
+    worker = _HoldingWorker(why)
+    route = WorkerRoute(worker, 10.0)
+    route.begin_test("test_bytes_per_element", 0)
+    with pytest.raises(WorkerCrashed, match="run_bytes_per_element: the process running your code was stopped"):
+        route.call(run_bytes_per_element, (), {})
+    assert worker.fresh_children == 1
+    route.begin_test("test_next", 0)
+    assert route.call(run_bytes_per_element, (), {}) is None
+
+
 def test_a_child_that_read_a_call_and_died_fails_that_call(monkeypatch):
     import time
 
