@@ -187,7 +187,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "pipe-pages-of-the-graders-uid": [()], "files-held-by-an-unreadable-program": [("namespaces",)],
                   "pipes-held-by-unreadable-programs": [("namespaces",)], "futex-hash-of-many-slots": [()],
                   "mappings-in-many-processes": [()], "zygote-stopped-while-page-tables-grow": [("namespaces",)],
-                  "proc-buffers-of-long-map-names": [()], "maps-of-long-names-blind-the-watch": [()]}
+                  "proc-buffers-of-long-map-names": [()], "maps-of-long-names-blind-the-watch": [()],
+                  "files-held-by-leaderless-processes": [()], "folders-removed-while-open": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 
