@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import stat
 import sys
 import time
 from contextlib import ExitStack
@@ -19,6 +20,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import flop_counter
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from adapters._route import current_route
 
 # torch's own FLOP counter: the tests' and the adapters' reference count.
 FlopCounterMode = flop_counter.FlopCounterMode
@@ -190,28 +193,63 @@ class Pinning(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def resident_bytes(path: str | os.PathLike) -> int:
+def resident_bytes(path: str | os.PathLike, inode: tuple[int, int] | None = None) -> int:
     """Bytes of `path` now held in the operating system's page cache, that is, read since the file
     was written (a sparse file made with truncate() starts at 0). Uses mincore(2) on a fresh
-    read-only mapping, which reads nothing itself. Linux and macOS only."""
+    read-only mapping, which reads nothing itself. Linux and macOS only. A symbolic link is not
+    followed, and with `inode` (st_dev, st_ino) the file must still be that one: code under test
+    may have put something else in its place (OSError saying so)."""
     if sys.platform == "win32":
         raise OSError("this check measures the page cache with mincore(2), which Windows lacks: it runs on Linux "
                       "and macOS (on Windows, run the tests in WSL); the graders run it on Linux")
-    size = os.path.getsize(path)
-    if size == 0:
-        return 0
     libc = ctypes.CDLL(None, use_errno=True)
     if not hasattr(libc, "mincore"):
         raise OSError("mincore(2) is not available on this platform; the page-cache check needs Linux or macOS")
-    pages = -(-size // mmap.PAGESIZE)
-    with open(path, "rb") as file, mmap.mmap(file.fileno(), size, prot=mmap.PROT_READ) as mapping:
-        view = np.frombuffer(mapping, dtype=np.uint8)
-        status = (ctypes.c_ubyte * pages)()
-        failed = libc.mincore(ctypes.c_void_p(view.ctypes.data), ctypes.c_size_t(size), status)
-        del view  # the mapping cannot close while a buffer still points into it
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise OSError(error.errno, f"{os.fspath(path)} cannot be measured: it is no longer the file the test "
+                      f"wrote ({error.strerror}; a link put in its place is not followed)") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if inode is not None and (info.st_dev, info.st_ino) != inode or not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{os.fspath(path)} is no longer the file the test wrote: the code under test put "
+                          "another in its place")
+        size = info.st_size
+        if size == 0:
+            return 0
+        pages = -(-size // mmap.PAGESIZE)
+        with mmap.mmap(file.fileno(), size, prot=mmap.PROT_READ) as mapping:
+            view = np.frombuffer(mapping, dtype=np.uint8)
+            status = (ctypes.c_ubyte * pages)()
+            failed = libc.mincore(ctypes.c_void_p(view.ctypes.data), ctypes.c_size_t(size), status)
+            del view  # the mapping cannot close while a buffer still points into it
     if failed:
         raise OSError(ctypes.get_errno(), "mincore failed")
     return sum(byte & 1 for byte in status) * mmap.PAGESIZE
+
+
+class FileReads:
+    """What the code under test read of the file `path` during the block, in bytes (`bytes`, after
+    it): the larger of the file's pages now in the page cache (`resident_bytes`: what a mapping
+    touched, or what read(2) read from a disk) and what the code's processes read through read(2)
+    and its kin during the block, of any file (the route's `bytes_read`: read(2) of a hole of a file
+    on a tmpfs returns zeros without caching a page, so only this shows it). `path` must hold
+    nothing in the page cache before the block (a fresh sparse file); the file measured after is
+    that one (`resident_bytes`' OSError where the code put another in its place)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path, self.bytes = path, 0
+
+    def __enter__(self) -> FileReads:
+        info = os.stat(self.path, follow_symlinks=False)
+        self.inode, self.before = (info.st_dev, info.st_ino), current_route().bytes_read()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        after = current_route().bytes_read()
+        through_read = after - self.before if after is not None and self.before is not None else 0
+        self.bytes = max(resident_bytes(self.path, self.inode), through_read)
 
 
 class EinopsCalls:

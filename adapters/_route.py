@@ -25,6 +25,11 @@ class Route(Protocol):
     def begin_test(self, nodeid: str, seed: int) -> None:
         """A test starts: code it calls should see random number generators seeded with `seed`."""
 
+    def bytes_read(self) -> int | None:
+        """Bytes the code under test has read so far through read(2) and its kin, summed over its
+        processes (`rchar`; a process's count goes to its parent when it is reaped); None where the
+        system does not say."""
+
 
 class InProcess:
     """Run adapter bodies here, on copies. Exceptions raised by student code propagate unchanged,
@@ -38,6 +43,24 @@ class InProcess:
 
     def begin_test(self, nodeid: str, seed: int) -> None:
         """Nothing to do: the test's own seeding of this process's generators applies."""
+
+    def bytes_read(self) -> int | None:
+        """This process's count (student code runs here): Linux's /proc/self/io, None elsewhere."""
+        return process_bytes_read("self")
+
+
+def process_bytes_read(pid: int | str) -> int | None:
+    """What process `pid` has read through read(2) and its kin, its reaped children's reads included
+    (`rchar` of /proc/PID/io, bytes); None where it cannot be read (no /proc, gone, or closed to
+    this process)."""
+    try:
+        with open(f"/proc/{pid}/io") as handle:
+            for line in handle:
+                if line.startswith("rchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 _route: Route = InProcess()

@@ -4,7 +4,8 @@ Files go in as paths, batches come out as tensors. Generators go in as seeds. An
 on CUDA, how the batch reached the device; another counts what get_batch pinned, and on a machine
 without CUDA (where pinning raises) lets it run as on a GPU machine, so the same code gets the same
 grade on any grader. How much of a file a call read is measured by the test
-(`adapters._instrument.resident_bytes`), which owns the file.
+(`adapters._instrument.FileReads`: the page cache, and what the code's processes read), which owns
+the file.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ def run_get_batch_from_file(
     path: str, dtype: str, batch_size: int, context_length: int, seed: int | None = None, device: str = "cpu"
 ) -> dict:
     """open_tokens then get_batch onto `device`: {"inputs", "targets", "copies"} as run_get_batch.
-    The test measures what the call read from the file (`resident_bytes`) itself, after the call:
-    given a fresh sparse file, nothing of it is in the page cache before."""
+    The test measures what the call read from the file itself (`FileReads`): given a fresh sparse
+    file, nothing of it is in the page cache before."""
     from cs336_basics import data
 
     tokens = data.open_tokens(path, np.dtype(dtype))

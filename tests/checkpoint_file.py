@@ -107,10 +107,15 @@ def _storage_itemsize(name: str) -> int | None:
     return dtype.itemsize if isinstance(dtype, torch.dtype) else None
 
 
-def _archive_entries(data: bytes) -> int:
-    """The entry count the zip's end record declares (its zip64 record's, where it has one), after
-    checking that the directory it declares is no longer than that many entries can take (a directory
-    that lists one entry 5.7 million times under a count of 1 made zipfile build each: 2 GiB)."""
+def _archive_directory(data: bytes) -> tuple[int, int]:
+    """(entries, offset) of the zip directory the file's end records declare, after checking that
+    every reader finds the same one: the directory ends where the zip64 end record begins (or, without
+    one, the end record), the zip64 record lies right before its locator, and the end record's values
+    that are not zip64 markers equal the zip64 record's (Python's zipfile reads the record before the
+    locator and shifts a misplaced directory by the bytes before it; torch's reader reads the record
+    the locator names and shifts nothing: a second archive in front made them read different pickles).
+    Also checks that the directory is no longer than its entries can take (one entry listed 5.7
+    million times under a count of 1 made zipfile build each: 2 GiB)."""
     if len(data) < 22 or data[:4] != b"PK\x03\x04":
         raise Refused("not a zip archive", "the file torch.save writes by default (a zip archive, since PyTorch 1.6)")
     end = len(data) - 22
@@ -118,25 +123,52 @@ def _archive_entries(data: bytes) -> int:
         raise Refused("a zip archive that does not end with its end record (a comment or other bytes follow it)",
                       "the archive torch.save writes, which ends with its end record")
     entries, directory_size, directory_at = struct.unpack_from("<HII", data, end + 10)
-    if entries == 0xFFFF or directory_size == 0xFFFFFFFF or directory_at == 0xFFFFFFFF:
-        locator = end - 20
-        if locator < 0 or data[locator:locator + 4] != b"PK\x06\x07":
-            raise Refused("a zip64 archive without its zip64 end record locator", "a well-formed archive")
+    directory_end, locator = end, end - 20
+    if locator >= 56 and data[locator:locator + 4] == b"PK\x06\x07":
         (record,) = struct.unpack_from("<Q", data, locator + 8)
-        if record > locator - 56 or data[record:record + 4] != b"PK\x06\x06":
-            raise Refused("a zip64 archive whose end record is not where its locator says", "a well-formed archive")
-        entries, directory_size = struct.unpack_from("<QQ", data, record + 32)
+        if record != locator - 56 or data[record:record + 4] != b"PK\x06\x06":
+            raise Refused(f"a zip64 end record at byte {record:,}, its locator at {locator:,}",
+                          "the zip64 end record right before its locator, as torch.save writes it")
+        wide = struct.unpack_from("<QQQ", data, record + 32)
+        for narrow, value, marker in zip((entries, directory_size, directory_at), wide, (0xFFFF, 0xFFFFFFFF) * 2):
+            if narrow not in (marker, value):
+                raise Refused(f"end records that disagree ({narrow:,} in the end record, {value:,} in the zip64 "
+                              "record)", "one directory, as torch.save writes")
+        entries, directory_size, directory_at = wide
+        directory_end = record
+    elif 0xFFFF == entries or 0xFFFFFFFF in (directory_size, directory_at):
+        raise Refused("a zip64 archive without its zip64 end record locator", "a well-formed archive")
+    if directory_at + directory_size != directory_end:
+        raise Refused(f"a zip directory declared at bytes {directory_at:,} to {directory_at + directory_size:,}, "
+                      f"its end record at {directory_end:,}", "the directory right before its end record, and "
+                      "no bytes before the archive, as torch.save writes")
     if directory_size > entries * MAX_DIRECTORY_ENTRY_BYTES:
         raise Refused(f"a zip directory of {directory_size:,} bytes for {entries:,} entries",
                       f"at most {MAX_DIRECTORY_ENTRY_BYTES} bytes an entry (torch.save's names are short)")
-    return entries
+    return entries, directory_at
+
+
+def _as_torch_reads(data: bytes, names: list[str], pickled: bytes, records: dict[str, int]) -> None:
+    """Refuse an archive that torch's own reader (the one torch.load uses) reads differently from
+    the scan: other entries, another data.pkl or other record sizes. `names` are the scan's entries
+    (`PREFIX/NAME`), `records` its storage sizes (`KEY` of `data/KEY` -> bytes)."""
+    try:
+        reader = torch._C.PyTorchFileReader(io.BytesIO(data))
+        same = (set(reader.get_all_records()) == {name.partition("/")[2] for name in names}
+                and reader.get_record("data.pkl") == pickled
+                and all(reader.get_record_size(f"data/{key}") == size for key, size in records.items()))
+    except (RuntimeError, ValueError) as error:
+        raise Refused(f"a zip archive torch's reader cannot read ({error})", "the archive torch.save writes") from None
+    if not same:
+        raise Refused("a zip archive that torch's reader reads differently (another directory)",
+                      "one archive, as torch.save writes")
 
 
 def _pickle_of(data: bytes) -> tuple[bytes, dict[str, int]]:
     """The archive's data.pkl and the size of each of its storage records (`data/KEY` -> bytes),
     after the directory is checked: entry count, unique names, entries stored (not compressed)
     and lying inside the file."""
-    entries = _archive_entries(data)
+    entries, directory_at = _archive_directory(data)
     if entries > MAX_ENTRIES:
         raise Refused(f"a zip archive of {entries:,} entries", f"at most {MAX_ENTRIES:,} (one per tensor storage)")
     try:
@@ -144,6 +176,9 @@ def _pickle_of(data: bytes) -> tuple[bytes, dict[str, int]]:
         infos = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
         raise Refused(f"a zip archive that cannot be read ({error})", "the archive torch.save writes") from None
+    if archive.start_dir != directory_at or len(infos) != entries:
+        raise Refused(f"a zip directory of {len(infos):,} entries at byte {archive.start_dir:,}, its end record "
+                      f"declaring {entries:,} at {directory_at:,}", "one archive, as torch.save writes")
     names = [info.filename for info in infos]
     if len({name.lower() for name in names}) != len(names):  # torch's reader finds a name whatever its case
         raise Refused("a zip archive with two entries of the same name (letter case aside)",
@@ -171,6 +206,7 @@ def _pickle_of(data: bytes) -> tuple[bytes, dict[str, int]]:
         raise Refused(f"a data.pkl that cannot be read ({error})", "the archive torch.save writes") from None
     records = {name[len(prefix) + 6:]: info.file_size for name, info in zip(names, infos)
                if name.startswith(f"{prefix}/data/")}
+    _as_torch_reads(data, names, pickled, records)
     return pickled, records
 
 

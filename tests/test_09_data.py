@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from adapters import data as A
-from adapters._instrument import resident_bytes
+from adapters._instrument import FileReads
 from tests.checks import (
     VALID_FIRST,
     check_equal,
@@ -188,13 +188,14 @@ def test_get_batch_rejects_bad_input():
 def test_get_batch_reads_only_the_sampled_windows(tmp_path, seed_everything):
     path = tmp_path / "large.bin"
     write_token_file(path, size=512 * 2**20)  # a sparse 512 MiB file of int32 zeros: no disk used, nothing cached yet
-    got = A.run_get_batch_from_file(str(path), "int32", 2, 256, seed_everything)
-    bytes_read = resident_bytes(path)
+    with FileReads(path) as reads:
+        got = A.run_get_batch_from_file(str(path), "int32", 2, 256, seed_everything)
+    bytes_read = reads.bytes
     inputs = "a 512 MiB int32 token file, batch_size=2, context_length=256"
     check_equal(tuple(got["inputs"].shape), (2, 256), what="inputs shape", inputs=inputs, see=f"{SEE} §9.3")
     # Two windows are 2 KiB; the operating system reads ahead around each (here up to 8 MiB), so
     # allow a quarter of the file. Reading the whole file reads all of it.
-    limit = path.stat().st_size // 4
+    limit = 512 * 2**20 // 4
     assert bytes_read <= limit, explain(
         "bytes of the file read (page cache) by open_tokens + get_batch", inputs=inputs,
         expected=f"at most {limit} (a quarter of the file)", got=bytes_read, see=f"{SEE} §9.3")

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from adapters import data as A
-from adapters._instrument import resident_bytes
+from adapters._instrument import FileReads
 from tests.checks import VALID_FIRST, call_explained, check_equal, check_raises, check_tensor, explain, write_token_file
 from tests.test_09_data import DTYPE_ELSEWHERE, READ_ONLY, as_int64, write_tokens
 
@@ -146,11 +146,12 @@ def test_get_batch_rejects_more_bad_input():
 def test_get_batch_reads_a_uint16_file_sparsely(tmp_path, seed_everything):
     path = tmp_path / "large.bin"
     write_token_file(path, size=512 * 2**20)  # 256 Mi uint16 tokens, a sparse file: nothing cached yet
-    got = A.run_get_batch_from_file(str(path), "uint16", 8, 512, seed_everything)
-    read = resident_bytes(path)
+    with FileReads(path) as reads:
+        got = A.run_get_batch_from_file(str(path), "uint16", 8, 512, seed_everything)
+    read = reads.bytes
     inputs = "a 512 MiB uint16 token file, batch_size=8, context_length=512"
     check_equal(tuple(got["inputs"].shape), (8, 512), what="inputs shape", inputs=inputs, see=f"{SEE} §9.3")
-    limit = path.stat().st_size // 4
+    limit = 512 * 2**20 // 4
     assert read <= limit, explain("bytes of the file read (page cache) by open_tokens + get_batch", inputs=inputs,
                                   expected=f"at most {limit} (a quarter of the file)", got=read, see=f"{SEE} §9.3")
 

@@ -36,7 +36,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TEST_TIMEOUT_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
 IMPORT_TIMEOUT_S = 20.0
 DISK_GIB = 0.25  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
-ABSTRACT_BUS = "\0cs336-stand-in-session-bus"
 
 
 def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
@@ -79,6 +78,12 @@ class StandInSession:
         return self.base / "home"
 
     @property
+    def abstract_bus(self) -> str:
+        """The session bus's abstract socket name, this run's own (two runs on one machine share one
+        namespace of abstract names)."""
+        return f"\0cs336-stand-in-session-bus-{self.uid}-{os.getpid()}"
+
+    @property
     def runtime(self) -> Path:
         return Path(f"/run/user/{self.uid}")  # where a login makes it: a path a worker can guess
 
@@ -86,7 +91,7 @@ class StandInSession:
         """What a TA's shell holds: their home, runtime folder, bus and agent."""
         return {"HOME": str(self.home), "USER": "ta", "LOGNAME": "ta", "PATH": "/usr/bin:/bin",
                 "LANG": "C.UTF-8", "XDG_RUNTIME_DIR": str(self.runtime),
-                "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.runtime / 'bus'};unix:abstract={ABSTRACT_BUS[1:]}",
+                "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.runtime / 'bus'};unix:abstract={self.abstract_bus[1:]}",
                 "SSH_AUTH_SOCK": str(self.runtime / "keyring" / "ssh"),
                 "GNOME_KEYRING_CONTROL": str(self.runtime / "keyring")}
 
@@ -101,7 +106,7 @@ class StandInSession:
         for path in (self.home / ".ssh", self.home / ".ssh" / "id_ed25519"):
             os.chown(path, self.uid, self.uid)
         listeners = []
-        for address in (str(self.runtime / "bus"), str(self.runtime / "keyring" / "ssh"), ABSTRACT_BUS):
+        for address in (str(self.runtime / "bus"), str(self.runtime / "keyring" / "ssh"), self.abstract_bus):
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             listener.bind(address)
             if not address.startswith("\0"):

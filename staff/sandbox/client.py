@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
+from adapters._route import process_bytes_read
 from staff.sandbox import memory, memory_group, settings
 from staff.sandbox.failures import (
     CallTimedOut,
@@ -36,7 +37,7 @@ from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_fram
 from staff.sandbox.keeper import end_everything_below
 from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.output_log import BoundedLog, pump
-from staff.sandbox.process_tree import CHECK
+from staff.sandbox.process_tree import CHECK, descendants
 from staff.sandbox.worker_config import WorkerConfig, worker_environment
 
 # What one reply may hold. The reference's largest, over a whole grade: a 1.4 MB header, 4.2 MB of
@@ -213,6 +214,19 @@ class Worker:
             raise WorkerCrashed(f"the grader's worker process stopped answering ({error})") from None
         why = reply.get("why")
         return why[:1000] if isinstance(why, str) else None
+
+    def bytes_read(self) -> int | None:
+        """What the worker's processes have read through read(2) and its kin (rchar, bytes), summed
+        from the launcher down: a process that ended and was reaped counts in its reaper's. None
+        where the launcher's count is closed to this process (as an ordinary user the worker's
+        processes are not dumpable; there the tests' folders are on a disk, whose page cache shows
+        what was read) or no worker runs."""
+        if not self.running:
+            return None
+        total = process_bytes_read(self.process.pid)
+        if total is None:
+            return None
+        return total + sum(process_bytes_read(pid) or 0 for pid in descendants(self.process.pid))
 
     @property
     def running(self) -> bool:

@@ -51,17 +51,18 @@ def children(pid: int | str = "self") -> list[int]:
     return pids
 
 
-def descendants() -> list[int]:
-    """Every process below this one (children, theirs, and so on), at most MOST_PROCESSES."""
+def descendants(pid: int | str = "self") -> list[int]:
+    """Every process below process `pid`, this one by default (children, theirs, and so on), at most
+    MOST_PROCESSES."""
     found: list[int] = []
     seen: set[int] = set()
-    pending = children()
+    pending = children(pid)
     while pending and len(found) < MOST_PROCESSES:
-        pid = pending.pop()
-        if pid not in seen:
-            seen.add(pid)
-            found.append(pid)
-            pending += children(pid)
+        below = pending.pop()
+        if below not in seen:
+            seen.add(below)
+            found.append(below)
+            pending += children(below)
     return found
 
 
@@ -77,23 +78,30 @@ def _vmpte_kib(status: str) -> int | None:
     return None
 
 
-def page_tables_kib(pid: int) -> int:
-    """The page tables process `pid` holds (VmPTE, KiB); 0 for a process that is gone or a zombie.
+def _living(pid: int) -> tuple[str, int]:
+    """The /proc folder that shows process `pid`'s descriptors, maps and working folder, and the page
+    tables it holds (VmPTE, KiB; 0 for a process that is gone or a zombie).
 
-    Read from a living thread: a process whose first thread has exited on its own (the thread-only
-    exit call) lives on in its other threads, and its own status file then shows no memory at all."""
+    A process whose first thread has exited on its own (the thread-only exit call) lives on in its
+    other threads, and its own folder then shows no memory, descriptors or maps at all: those are
+    read from a living thread's folder (/proc/PID/task/TID), which shows the process's whole."""
     held = _vmpte_kib(f"/proc/{pid}/status")
     if held is not None:
-        return held
+        return f"/proc/{pid}", held
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0
+        return f"/proc/{pid}", 0
     for task in tasks[:MOST_PROCESSES]:
         held = _vmpte_kib(f"/proc/{pid}/task/{task}/status")
         if held is not None:
-            return held  # the threads share one address space: any living one says it all
-    return 0
+            return f"/proc/{pid}/task/{task}", held  # the threads share one address space and file table
+    return f"/proc/{pid}", 0
+
+
+def page_tables_kib(pid: int) -> int:
+    """The page tables process `pid` holds (VmPTE, KiB), read from a living thread (`_living`)."""
+    return _living(pid)[1]
 
 
 def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int] | None = None) -> str | None:
@@ -147,14 +155,15 @@ def file_limits(disk_bytes: int, file_bytes: int, folders: list[str], maps: bool
                       soft // PIPE_PAGES // 4 if soft else None, maps)
 
 
-def _mappings(pid: int, limits: FileLimits, most_bytes: int) -> tuple[int, set[tuple[int, int]], int]:
-    """How many mappings process `pid` has, the files on the worker's disk it maps after they were
-    deleted, as (st_dev, st_ino) (/proc/PID/maps names each "(deleted)"), and the bytes of maps read;
-    (0, none, 0) where the maps cannot be read. Past `most_bytes` it stops, the bytes read saying so
-    (a maps of 10,000 lines naming a 15 KB path each is 150 MB: seconds of this process's time)."""
+def _mappings(folder: str, limits: FileLimits, most_bytes: int) -> tuple[int, set[tuple[int, int]], int]:
+    """How many mappings the process whose /proc folder is `folder` has, the files on the worker's
+    disk it maps after they were deleted, as (st_dev, st_ino) (/proc/PID/maps names each "(deleted)"),
+    and the bytes of maps read; (0, none, 0) where the maps cannot be read. Past `most_bytes` it stops,
+    the bytes read saying so (a maps of 10,000 lines naming a 15 KB path each is 150 MB: seconds of
+    this process's time)."""
     chunks, size = [], 0
     try:
-        with open(f"/proc/{pid}/maps", "rb", buffering=0) as handle:
+        with open(f"{folder}/maps", "rb", buffering=0) as handle:
             while size <= most_bytes and (chunk := handle.read(1 << 16)):
                 chunks.append(chunk)
                 size += len(chunk)
@@ -179,11 +188,12 @@ def _mappings(pid: int, limits: FileLimits, most_bytes: int) -> tuple[int, set[t
 
 
 def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str | None:
-    """Why the processes below this one (or `pids`) must end, else None: the files they hold open
-    or mapped after deleting them (in no folder, so no count of the folders sees them, yet on a disk)
-    take more than the disk quota together, they hold more pipes than `limits.pipes`, more open files
-    of /proc than MOST_PROC_FILES, or more mappings than MOST_MAPPINGS (kernel memory that no limit
-    but a memory group counts), or their maps are longer than MOST_MAPS_BYTES (the look's own time).
+    """Why the processes below this one (or `pids`) must end, else None: the files and folders they
+    hold open (or as their working folder) or mapped after deleting them (in no folder, so no count
+    of the folders sees them, yet on a disk) take more than the disk quota together, they hold more
+    pipes than `limits.pipes`, more open files of /proc than MOST_PROC_FILES, or more mappings than
+    MOST_MAPPINGS (kernel memory that no limit but a memory group counts), or their maps are longer
+    than MOST_MAPS_BYTES (the look's own time).
 
     A file open is measured (its blocks, through the descriptor); a file mapped alone counts at the
     file-size limit. A process whose descriptors or maps are closed to this one is passed over: an
@@ -192,13 +202,14 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
     held, seen, pipes, mapped, mappings, maps_bytes, proc_files = 0, set(), set(), set(), 0, 0, 0
     proc = os.stat("/proc/self").st_dev
     for pid in descendants() if pids is None else pids:
+        folder = _living(pid)[0]
         try:
-            descriptors = os.listdir(f"/proc/{pid}/fd")
+            descriptors = [f"fd/{descriptor}" for descriptor in os.listdir(f"{folder}/fd")]
         except OSError:
             continue
-        for descriptor in descriptors:
+        for descriptor in [*descriptors, "cwd"]:
             try:
-                info = os.stat(f"/proc/{pid}/fd/{descriptor}")
+                info = os.stat(f"{folder}/{descriptor}")
             except OSError:
                 continue
             key = (info.st_dev, info.st_ino)
@@ -206,11 +217,11 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
                 proc_files += 1
             elif stat.S_ISFIFO(info.st_mode):
                 pipes.add(key)
-            elif stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and key not in seen:
-                seen.add(key)
+            elif (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)) and info.st_nlink == 0 and key not in seen:
+                seen.add(key)  # a folder removed while open or the working folder keeps its blocks too
                 held += info.st_blocks * 512
         if limits.maps:
-            count, deleted, size = _mappings(pid, limits, MOST_MAPS_BYTES - maps_bytes)
+            count, deleted, size = _mappings(folder, limits, MOST_MAPS_BYTES - maps_bytes)
             mappings, mapped, maps_bytes = mappings + count, mapped | deleted, maps_bytes + size
             if maps_bytes > MOST_MAPS_BYTES:
                 return (f"was stopped by the grader: your code's processes' lists of their memory mappings "
@@ -222,8 +233,8 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
     if held > limits.disk_bytes:
         also = f" ({len(mapped)} of them mapped with no descriptor open, each counted at the file-size limit of " \
                f"{limits.file_bytes / 2**30:g} GiB: the grader cannot see their size)" if mapped else ""
-        return (f"was stopped by the grader: your code's processes held {held / 2**20:.0f} MiB in files deleted "
-                f"while still open or mapped{also}, past the disk limit of {limits.disk_bytes / 2**30:g} GiB")
+        return (f"was stopped by the grader: your code's processes held {held / 2**20:.0f} MiB in files and folders "
+                f"deleted while still open or mapped{also}, past the disk limit of {limits.disk_bytes / 2**30:g} GiB")
     if limits.pipes is not None and len(pipes) > limits.pipes:
         return (f"was stopped by the grader: your code's processes held {len(pipes):,} pipes at once, past the "
                 f"{limits.pipes:,} a grade allows (each pipe's buffer is counted toward a limit of the user the "

@@ -29,7 +29,7 @@ _X32_SYSCALL_BIT = 0x40000000  # x32 numbers: refused whole, with every other ar
 _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 _SOL_SOCKET, _SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 1, 7, 8, 32, 33  # the same on both machines
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
-_CLONE_FILES, _CLONE_THREAD = 0x400, 0x10000
+_CLONE_FS, _CLONE_FILES, _CLONE_THREAD = 0x200, 0x400, 0x10000
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 # An inode's flags and attributes, set on a file opened read-only (the same numbers on both machines; the
 # 32-bit forms of the flag calls too): FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR,
@@ -118,9 +118,11 @@ def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = F
         # fill pairs up to its own open-file limit: children held 4.51 GiB as an ordinary user.
         "socketpair": [(_RET_K, 0, 0, deny)] if sockets else
         [_arg(0), (_JEQ_K, 0, 1, _AF_UNIX), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, no_family)],
-        # no new namespace; no thread with a file table of its own (CLONE_THREAD without CLONE_FILES)
-        "clone": [_arg(0), (_JSET_K, 3, 0, _CLONE_NEW_ANY), (_AND_K, 0, 0, _CLONE_THREAD | _CLONE_FILES),
-                  (_JEQ_K, 1, 0, _CLONE_THREAD), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, deny)],
+        # no new namespace; no thread with a file table or working folder of its own (CLONE_THREAD
+        # without CLONE_FILES and CLONE_FS)
+        "clone": [_arg(0), (_JSET_K, 4, 0, _CLONE_NEW_ANY), (_AND_K, 0, 0, _CLONE_THREAD | _CLONE_FILES | _CLONE_FS),
+                  (_JSET_K, 0, 1, _CLONE_THREAD), (_JEQ_K, 0, 1, _CLONE_THREAD | _CLONE_FILES | _CLONE_FS),
+                  (_RET_K, 0, 0, allow), (_RET_K, 0, 0, deny)],
         "fallocate": _only({1: 0}, _RET_ERRNO | errno.EOPNOTSUPP),
         "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX, *_INODE_IOCTLS], deny),
         "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY,

@@ -89,8 +89,9 @@ CHECKED: dict[str, str] = {
                   "limit counts, so their size stays the default and the open-file limit bounds what each process "
                   "holds (the sum over forked processes: the worker's memory group, where it has one)",
     "clone": "no CLONE_NEW* flag: a new user namespace would give the worker every capability inside it; no "
-             "thread (CLONE_THREAD) without the process's file table (CLONE_FILES): the zygote counts the files "
-             "and pipes a process holds from its one table (pthreads always share it)",
+             "thread (CLONE_THREAD) without the process's file table and working folder (CLONE_FILES, CLONE_FS): "
+             "the zygote counts the files, pipes and removed folders a process holds from its one table and "
+             "working folder (pthreads always share both)",
     "fallocate": "mode 0 only (EOPNOTSUPP else, on which a caller writes instead; glibc's posix_fallocate uses 0): "
                  "blocks kept past a file's end (FALLOC_FL_KEEP_SIZE) or ranges inserted escape the file-size "
                  "limit, which bounds what the zygote counts for a deleted file it cannot measure",

@@ -52,6 +52,10 @@ class WorkerRoute:
         self.test, self.seed, self.used_s, self.doomed = nodeid, seed, 0.0, None
         self.echoed = 0
 
+    def bytes_read(self) -> int | None:
+        """What the worker's processes have read through read(2) and its kin (see `Worker.bytes_read`)."""
+        return self.worker.bytes_read()
+
     def call(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         name = function.__name__
         if self.doomed is not None:

@@ -267,6 +267,64 @@ def test_an_archive_read_otherwise_by_torch_than_by_the_scan_is_refused(tmp_path
     assert f"a zip directory of {len(first) * 2000:,} bytes for 1 entries" in message, message
 
 
+def two_archives(honest: bytes, pickled: bytes) -> bytes:
+    """`honest` (torch.save's archive) behind a second archive of the same entries but data.pkl
+    `pickled`, with a zip64 end record for the second's directory, `honest`'s zip64 locator pointed at
+    that record: Python's zipfile (3.11) reads the honest directory (the record right before the
+    locator, every offset shifted by the bytes in front); torch's reader the other (the record the
+    locator names)."""
+    with zipfile.ZipFile(io.BytesIO(honest)) as source:
+        entries = [(info.filename, source.read(info)) for info in source.infolist()]
+    hidden = io.BytesIO()
+    with zipfile.ZipFile(hidden, "w", zipfile.ZIP_STORED) as target:
+        for name, body in entries:
+            target.writestr(name, pickled if name.endswith("/data.pkl") else body)
+    hidden = hidden.getvalue()
+    count, size, at = struct.unpack_from("<HII", hidden, len(hidden) - 22 + 10)
+    record = b"PK\x06\x06" + struct.pack("<QHHIIQQQQ", 44, 45, 45, 0, 0, count, count, size, at)
+    shown = bytearray(honest)
+    locator = len(honest) - 22 - 20
+    assert shown[locator:locator + 4] == b"PK\x06\x07", "torch.save wrote no zip64 locator"
+    struct.pack_into("<Q", shown, locator + 8, len(hidden))
+    return hidden + record + bytes(shown)
+
+
+def test_an_archive_whose_directories_differ_by_reader_is_refused(tmp_path, no_load, monkeypatch):
+    # Catches a scan that reads another directory than torch.load: a second archive in front of
+    # torch.save's, whose zip64 locator names the second's end record (zipfile read the honest pickle,
+    # torch the hidden one: a key 40 tuples deep, hours to hash); torch.save's archive behind bytes of
+    # another (zipfile shifts the directory's offsets by them, torch's reader does not); a zip64 record
+    # whose values differ from the end record's (zipfile takes the zip64 record's, torch's reader the end
+    # record's where they are not markers). And, should a layout pass those checks, the scan compares its
+    # reading with torch's own reader's.
+    honest = io.BytesIO()
+    torch.save({"w": torch.ones(4), "iteration": 3}, honest)
+    honest = honest.getvalue()
+    hidden = PROTOCOL + b"}" + text("iteration") + b"K\x07s."
+    message = refusal(tmp_path, two_archives(honest, hidden))
+    assert "zip64 end record at byte" in message and "right before its locator" in message, message
+
+    with zipfile.ZipFile(io.BytesIO(honest)) as source:
+        front = archive(source.read(source.namelist()[0]))
+    behind = bytearray(honest)  # its zip64 locator pointed at its record where it now lies
+    locator = len(behind) - 22 - 20
+    struct.pack_into("<Q", behind, locator + 8, struct.unpack_from("<Q", behind, locator + 8)[0] + len(front))
+    message = refusal(tmp_path, front + bytes(behind))
+    assert "a zip directory declared at bytes" in message and "no bytes before the archive" in message, message
+
+    moved = bytearray(honest)
+    end = len(moved) - 22
+    struct.pack_into("<I", moved, end + 16, struct.unpack_from("<I", moved, end + 16)[0] - 1)
+    assert "end records that disagree" in refusal(tmp_path, bytes(moved))
+
+    def as_zipfile_reads(data: bytes) -> tuple[int, int]:
+        with zipfile.ZipFile(io.BytesIO(data)) as zipped:
+            return len(zipped.infolist()), zipped.start_dir
+    monkeypatch.setattr(checkpoint_file, "_archive_directory", as_zipfile_reads)
+    message = refusal(tmp_path, two_archives(honest, hidden))
+    assert "torch's reader reads differently" in message, message
+
+
 def test_a_tensor_spanning_far_beyond_its_storage_is_refused(tmp_path):
     # Catches a reader with no check after torch.load: a stride-0 view of 10**12 elements over 4
     # bytes loads at no cost, and the test's comparison with an int would then allocate a terabyte.

@@ -108,7 +108,8 @@ def test_the_checked_calls_refuse_their_dangerous_arguments(machine):
 def test_what_the_zygote_counts_cannot_be_hidden_from_it(machine):
     # The zygote counts the deleted files and pipes the worker's processes hold from /proc/PID/fd and
     # /proc/PID/maps. Mistakes: a thread with a file table of its own (clone with CLONE_THREAD, not
-    # CLONE_FILES: its descriptors show only under /proc/PID/task/TID/fd), a process made not dumpable
+    # CLONE_FILES: its descriptors show only under /proc/PID/task/TID/fd; or CLONE_FS: its working folder, a
+    # removed folder held, likewise), a process made not dumpable
     # (its /proc entries closed to the zygote), a pipe grown past the default 16 pages (the uid's
     # pipe-user-pages-soft is the TA's too), blocks kept past a file's end (FALLOC_FL_KEEP_SIZE, which
     # the file-size limit does not see); or a check so wide it refuses pthreads, fork, posix_fallocate,
@@ -120,6 +121,8 @@ def test_what_the_zygote_counts_cannot_be_hidden_from_it(machine):
         return verdict_of(program, arch, have[name], *args)
 
     assert verdict("clone", 0x003D0F00 & ~0x400) == deny  # pthread_create's flags less CLONE_FILES
+    assert verdict("clone", 0x003D0F00 & ~0x200) == deny  # less CLONE_FS (a working folder of its own)
+    assert verdict("clone", 0x7E000000 | 0x4111) == deny  # a new namespace
     assert verdict("clone", 0x00010900) == deny  # CLONE_THREAD | CLONE_SIGHAND | CLONE_VM alone
     assert verdict("clone", 0x003D0F00) == verdict("clone", 0x01200011) == verdict("clone", 0x4111) == ALLOW
     assert verdict("prctl", 4, 0) == deny and verdict("prctl", 4, 2) == deny and verdict("prctl", 4, 1) == ALLOW
