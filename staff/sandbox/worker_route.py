@@ -53,7 +53,13 @@ class WorkerRoute:
         self.echoed = 0
 
     def bytes_read(self) -> int | None:
-        """What the worker's processes have read through read(2) and its kin (see `Worker.bytes_read`)."""
+        """What the worker's processes have read through read(2) and its kin (see `Worker.bytes_read`),
+        counted once the zygote has said hello (one still importing torch reads ~25 MiB more); None
+        where it cannot start: the call that follows meets that failure and reports it."""
+        try:
+            self.worker.ensure_ready()
+        except SandboxFailure:
+            return None
         return self.worker.bytes_read()
 
     def call(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
