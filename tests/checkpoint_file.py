@@ -41,6 +41,7 @@ from tests.checks import explain, student_file_bytes
 
 MAX_ENTRIES = 100_000  # zip entries: an honest checkpoint has one per tensor storage, and 6 more
 MAX_DIRECTORY_ENTRY_BYTES = 46 + 1024 + 128  # a directory entry's fixed part, a long name, a zip64 extra field
+MAX_NOTE_BYTES = 1024  # a record beside data.pkl and the storages (byteorder, version: a few bytes each)
 MAX_OPCODES = 2_000_000  # pickle opcodes read (a state dict takes about 20 per tensor)
 MAX_SIZE = 2_000_000  # values a traversal of the result visits, shared ones counted each time used
 MAX_DEPTH = 100  # levels of containers (a checkpoint's dict of state dicts of tensors: 9)
@@ -194,6 +195,10 @@ def _pickle_of(data: bytes) -> tuple[bytes, dict[str, int]]:
         if info.header_offset + info.file_size > len(data):
             raise Refused(f"the entry {info.filename!r} declares {info.file_size:,} bytes, past the end of the "
                           f"file of {len(data):,}", "entries inside the file")
+        scanned = info.filename == f"{prefix}/data.pkl" or info.filename.startswith(f"{prefix}/data/")
+        if not scanned and info.file_size > MAX_NOTE_BYTES:  # torch.load reads them, and names them in its errors
+            raise Refused(f"the record {info.filename!r} of {info.file_size:,} bytes", f"at most {MAX_NOTE_BYTES:,} "
+                          "bytes in a record beside data.pkl and the storages (torch.save writes a few)")
         declared += info.file_size
     if declared > len(data):
         raise Refused(f"entries that declare {declared:,} bytes in all in a file of {len(data):,}",
@@ -281,9 +286,15 @@ class _Scan:
 
     def add_keys(self, table: _Value, keys: list[_Value]) -> None:
         """Keys into a dict (or members into a set): each must be a small value the scan knows (or a
-        tensor or a name), and few may share a hash, so that building the dict stays linear."""
+        name), and few may share a hash, so that building the dict stays linear. A tensor key is
+        refused: the tests name keys in their messages, and str() of a view of shape (2,) * 21 over
+        one byte prints all its 2 million elements (165 MiB and seconds at (2,) * 18)."""
         for key in keys:
-            if key.kind in ("tensor", "global"):
+            if key.kind == "tensor":
+                raise Refused("a dict key (or set member) that is a tensor", "keys of strings, numbers and tuples "
+                              "of them, as state_dict() writes (an optimizer's .state is keyed by its parameters; "
+                              "its state_dict() is not)")
+            if key.kind == "global":
                 continue
             if key.value is _UNTRACKED or key.size > MAX_KEY_SIZE:
                 raise Refused(f"a dict key (or set member) that is a {key.kind} of {key.size:,} values",

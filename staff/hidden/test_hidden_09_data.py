@@ -17,7 +17,7 @@ import torch
 from adapters import data as A
 from adapters._instrument import FileReads
 from tests.checks import VALID_FIRST, call_explained, check_equal, check_raises, check_tensor, explain, write_token_file
-from tests.test_09_data import DTYPE_ELSEWHERE, READ_ONLY, as_int64, write_tokens
+from tests.test_09_data import DTYPE_ELSEWHERE, READ_ONLY, as_int64, listed_tokens, write_tokens
 
 pytestmark = pytest.mark.problem(9)
 SEE = "handout/09_data.md"
@@ -75,8 +75,8 @@ def test_open_tokens_of_more_integer_dtypes(tmp_path):
 @pytest.mark.points(1)
 def test_open_tokens_rejects_dtypes_that_are_not_integers(tmp_path):
     path = write(tmp_path / "tokens.bin", np.zeros(16, dtype=np.uint8))
-    check_equal(A.run_open_tokens(path, "uint8")["tokens"].tolist(), [0] * 16, inputs="16 uint8 tokens",
-                see=f"{SEE} §9.1", what=VALID_FIRST)
+    check_equal(listed_tokens(A.run_open_tokens(path, "uint8"), 16, inputs="16 uint8 tokens"), [0] * 16,
+                inputs="16 uint8 tokens", see=f"{SEE} §9.1", what=VALID_FIRST)
     for dtype in ["bool", "float16", "complex64", "float64"]:
         check_raises(ValueError, A.run_open_tokens, path, dtype, see=f"{SEE} §9.1",
                      what=f"{dtype} is not an integer token dtype")

@@ -325,6 +325,30 @@ def test_an_archive_whose_directories_differ_by_reader_is_refused(tmp_path, no_l
     assert "torch's reader reads differently" in message, message
 
 
+def test_a_long_record_beside_the_pickle_is_refused_before_loading(tmp_path, no_load):
+    # Catches a scan that bounds data.pkl and the storages only: torch.load reads the byteorder record
+    # first and raises ValueError("Unknown endianness type: " + its text), so a record of 192 MiB became
+    # an error message of 192 MiB in the test process (its report, its memory).
+    honest = io.BytesIO()
+    torch.save({"w": torch.ones(4)}, honest)
+    long = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(honest.getvalue())) as source, zipfile.ZipFile(long, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, b"A" * 5000 if info.filename.endswith("/byteorder") else source.read(info))
+    message = refusal(tmp_path, long.getvalue())
+    assert "byteorder' of 5,000 bytes" in message and "at most 1,024" in message, message
+
+
+def test_a_tensor_as_a_dict_key_is_refused_before_loading(tmp_path, no_load):
+    # Catches a scan that lets a tensor be a key: the tests format keys (sorted(..., key=str), paths in
+    # their messages), and str() of a bool view of shape (2,) * 21 over one byte prints every one of its
+    # 2,097,152 elements (the test process peaked 1.1 GiB over the reference's).
+    buffer = io.BytesIO()
+    torch.save({"iteration": 2, torch.zeros(1, dtype=torch.bool).expand((2,) * 21): "notes"}, buffer)
+    message = refusal(tmp_path, buffer.getvalue())
+    assert "a dict key (or set member) that is a tensor" in message, message
+
+
 def test_a_tensor_spanning_far_beyond_its_storage_is_refused(tmp_path):
     # Catches a reader with no check after torch.load: a stride-0 view of 10**12 elements over 4
     # bytes loads at no cost, and the test's comparison with an int would then allocate a terabyte.
