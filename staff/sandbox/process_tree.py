@@ -8,9 +8,9 @@ are memory no resource limit counts and, where the worker has no memory group of
 ordinary user's grade, a container), nothing in the kernel bounds: a read-only page of 4 KiB mapped
 1 GiB from the next costs 8 KiB of tables, up to vm.max_map_count (65,530) mappings a process, so
 512 MiB a process whatever its address-space limit. The zygote watches their sum instead
-(`worker.zygote`) and ends the child's processes past `PAGE_TABLE_LIMIT_KIB`; every 0.5 s, and
-whenever the grader asks after a call (`CHECK`), it also counts what they hold in files and kernel
-objects (`files_past_limits`): both looks are `held_past_limits`.
+(`worker.zygote`) and ends the child's processes past `PAGE_TABLE_LIMIT_KIB`; about every 0.5 s
+(at random: `file_look_due`), and whenever the grader asks after a call (`CHECK`), it also counts
+what they hold in files and kernel objects (`files_past_limits`): both looks are `held_past_limits`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,18 @@ from dataclasses import dataclass
 # its margin covers what grows between two looks (one process maps ~850 MiB/s of tables at most).
 PAGE_TABLE_LIMIT_KIB = 256 << 10
 WATCH_INTERVAL_S = 0.05
-FILE_LOOKS_EVERY = 10  # watches: the open files are looked at every 0.5 s (a listing of each process's descriptors)
+# The open files are looked at (a listing of each process's descriptors) at one watch in FILE_LOOKS_EVERY on
+# average, at random and at least every FILE_LOOKS_AT_MOST: a look's end shows in the zygote's /proc/PID/stat,
+# which any process may read, and a fixed schedule let a worker hold 1,075 pipes only between looks.
+FILE_LOOKS_EVERY = 10
+FILE_LOOKS_AT_MOST = 15
+
+
+def file_look_due(watches_since: int) -> bool:
+    """Whether this watch looks at the open files too, `watches_since` watches after the last look: at
+    random (from the kernel, which no process below the zygote can predict), one in FILE_LOOKS_EVERY,
+    and always at FILE_LOOKS_AT_MOST."""
+    return watches_since >= FILE_LOOKS_AT_MOST or int.from_bytes(os.urandom(2), "little") % FILE_LOOKS_EVERY == 0
 CHECK = b'{"op": "check"}'  # the grader's question to the zygote after each call: what they hold now
 # Each mapping (a VMA) is ~200 bytes of kernel memory, up to vm.max_map_count (65,530) a process: 14 MiB
 # a process, 423 MiB in 30 (mprotect on every other page of one region). A process that has imported
@@ -252,7 +263,7 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
 
 def held_past_limits(limits: FileLimits, files: bool = True) -> str | None:
     """Why the processes below this one must end, else None: their page tables, and with `files`
-    what `files_past_limits` counts too (a look of a few ms: the zygote takes it every 0.5 s and after
-    each call, the page tables every 50 ms)."""
+    what `files_past_limits` counts too (a look of a few ms: the zygote takes it about every 0.5 s and
+    after each call, the page tables every 50 ms)."""
     pids = descendants()
     return page_tables_past_limit(pids=pids) or (files_past_limits(limits, pids) if files else None)

@@ -273,12 +273,14 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     baseline_kib = hello["peak_kib"]
 
     child, ended = None, None  # the serving child; how one the zygote ended itself ended (code, peak, why)
-    limits, looks = process_tree.file_limits(config["limits"]["disk_bytes"], config["limits"]["file_bytes"],
+    limits, watches = process_tree.file_limits(config["limits"]["disk_bytes"], config["limits"]["file_bytes"],
                                              [config["folder"], config["shared"]], config["count_mappings"]), 0
     while True:
         if child is not None and not select.select([control], [], [], process_tree.WATCH_INTERVAL_S)[0]:
-            looks += 1
-            why = process_tree.held_past_limits(limits, files=looks % process_tree.FILE_LOOKS_EVERY == 0)
+            watches += 1  # since the open files were last looked at
+            files = process_tree.file_look_due(watches)
+            watches = 0 if files else watches
+            why = process_tree.held_past_limits(limits, files=files)
             if why is not None:  # its pipes close, and the grader asks for a fresh child and hears why
                 ended, child = (*_end_children(child, init, baseline_kib), why), None
             continue

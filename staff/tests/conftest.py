@@ -188,7 +188,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], 
                   "pipes-held-by-unreadable-programs": [("namespaces",)], "futex-hash-of-many-slots": [()],
                   "mappings-in-many-processes": [()], "zygote-stopped-while-page-tables-grow": [("namespaces",)],
                   "proc-buffers-of-long-map-names": [()], "maps-of-long-names-blind-the-watch": [()],
-                  "files-held-by-leaderless-processes": [()], "folders-removed-while-open": [()]}
+                  "files-held-by-leaderless-processes": [()], "folders-removed-while-open": [()],
+                  "pipes-held-between-the-looks": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -259,3 +259,16 @@ def test_what_a_leaderless_process_or_a_removed_folder_holds_counts(how, tmp_pat
         pytest.skip(f"this file system keeps {found['held']} bytes for what was removed (a tmpfs keeps none)")
     assert found["past"] is not None and "files and folders deleted" in found["past"], found
     assert found["within"] is None, found
+
+
+def test_the_open_files_are_looked_at_when_no_process_below_can_tell():
+    # Mistake caught: a fixed schedule (every tenth watch). When a look ends shows in the zygote's
+    # /proc/PID/stat, which any process may read, so a worker held 1,075 pipes only between looks, unseen,
+    # 58% of the time. Also caught: a random schedule with no bound on the gap between two looks.
+    from staff.sandbox import process_tree
+
+    for watches in (1, 9, 10):  # the same number of watches since the last look: a look or not, at random
+        share = sum(process_tree.file_look_due(watches) for _ in range(2000)) / 2000
+        assert 0.06 <= share <= 0.14, (f"{share:.3f} of the watches {watches} after a look looked at the files; "
+                                       "one in 10 on average, at random, is meant")
+    assert all(process_tree.file_look_due(process_tree.FILE_LOOKS_AT_MOST) for _ in range(100))
