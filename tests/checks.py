@@ -37,6 +37,18 @@ def call_explained(function: Callable[..., Any], *args: Any, what: str, inputs: 
                                      got=f"{type(error).__name__}: {error}", see=see)) from error
 
 
+def check_form(value: Any, type_name: str, shape: tuple, dtype: Any = None, *, what: str, inputs: str,
+               see: str) -> None:
+    """`value` is a `type_name` of this shape (and dtype, unless None), checked before a test reads any of
+    it: a stride-0 view claiming 64 MiB past a storage of 2 bytes costs a reply of 150 bytes, and
+    gigabytes of the test process to list or multiply."""
+    got = (type(value).__name__, tuple(getattr(value, "shape", ())))
+    expected = (type_name, shape)
+    if dtype is not None:
+        got, expected = (*got, getattr(value, "dtype", None)), (*expected, dtype)
+    check_equal(got, expected, what=what, inputs=inputs, see=see)
+
+
 def check_equal(got: Any, expected: Any, *, what: str, inputs: Any, see: str) -> None:
     """Exact equality (ints, bools, tuples of them)."""
     assert got == expected, explain(what, inputs=inputs, expected=expected, got=got, see=see)

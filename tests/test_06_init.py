@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from adapters import init as A
-from tests.checks import check_close, check_equal, explain
+from tests.checks import check_close, check_equal, check_form, explain
 
 pytestmark = pytest.mark.problem(6)
 SEE = "handout/06_init.md"
@@ -191,9 +191,8 @@ def test_trunc_normal_init_keeps_outputs_order_one(d_in, seed_everything):
     x = torch.randn(512, d_in, generator=torch.Generator().manual_seed(seed_everything + 1))
     w = A.run_trunc_normal_init(d_in, 256, seed_everything)
     # The weight's form first: x @ w of a (64, 507904) view claiming 64 MiB past its storage is 992 MiB.
-    check_equal((type(w).__name__, tuple(getattr(w, "shape", ())), getattr(w, "dtype", None)),
-                ("Tensor", (d_in, 256), torch.float32), what="the weight: (type, shape, dtype)",
-                inputs=f"trunc_normal_init({d_in}, 256)", see=f"{SEE} §6.1")
+    check_form(w, "Tensor", (d_in, 256), torch.float32, what="the weight: (type, shape, dtype)",
+               inputs=f"trunc_normal_init({d_in}, 256)", see=f"{SEE} §6.1")
     y = x @ w
     variance = y.var().item()
     # Expected 0.9866^2 = 0.973; weight std 1 would give d_in, std 1/d_in would give 1/d_in.

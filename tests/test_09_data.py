@@ -16,6 +16,7 @@ from adapters._instrument import FileReads
 from tests.checks import (
     VALID_FIRST,
     check_equal,
+    check_form,
     check_raises,
     check_tensor,
     explain,
@@ -56,20 +57,16 @@ def check_batch_form(got: dict, batch_size: int, context_length: int, *, inputs:
     before any is read (a stride-0 view of 33.5 million rows over 2 bytes costs a reply of 156 bytes,
     and 1.5 GiB of this process to list)."""
     for name in ("inputs", "targets"):
-        tensor = got[name]
-        check_equal((type(tensor).__name__, tuple(getattr(tensor, "shape", ())), getattr(tensor, "dtype", None)),
-                    ("Tensor", (batch_size, context_length), torch.int64), what=f"{name}: (type, shape, dtype)",
-                    inputs=inputs, see=f"{SEE} §9.2")
+        check_form(got[name], "Tensor", (batch_size, context_length), torch.int64,
+                   what=f"{name}: (type, shape, dtype)", inputs=inputs, see=f"{SEE} §9.2")
 
 
 def listed_tokens(got: dict, count: int, *, inputs: str) -> list[int]:
     """open_tokens' tokens as a list, once they are checked to be an array of `count` tokens (a
     stride-0 view claiming 33.5 million over 2 bytes costs a reply of 150 bytes, and 1.2 GiB of this
     process to list)."""
-    tokens = got["tokens"]
-    check_equal((type(tokens).__name__, tuple(getattr(tokens, "shape", ()))), ("ndarray", (count,)),
-                what="the tokens: (type, shape)", inputs=inputs, see=f"{SEE} §9.1")
-    return tokens.tolist()
+    check_form(got["tokens"], "ndarray", (count,), what="the tokens: (type, shape)", inputs=inputs, see=f"{SEE} §9.1")
+    return got["tokens"].tolist()
 
 
 def starts_of(inputs: torch.Tensor, first_token: int) -> list[int]:
