@@ -6,21 +6,18 @@ code really does even when that code runs in another process.
 
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
-import stat
 import sys
 import time
 from contextlib import ExitStack
 from unittest import mock
 
-import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import flop_counter
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from adapters._page_cache import resident_bytes
 from adapters._route import current_route
 
 # torch's own FLOP counter: the tests' and the adapters' reference count.
@@ -193,42 +190,6 @@ class Pinning(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def resident_bytes(path: str | os.PathLike, inode: tuple[int, int] | None = None) -> int:
-    """Bytes of `path` now held in the operating system's page cache, that is, read since the file
-    was written (a sparse file made with truncate() starts at 0). Uses mincore(2) on a fresh
-    read-only mapping, which reads nothing itself. Linux and macOS only. A symbolic link is not
-    followed, and with `inode` (st_dev, st_ino) the file must still be that one: code under test
-    may have put something else in its place (OSError saying so)."""
-    if sys.platform == "win32":
-        raise OSError("this check measures the page cache with mincore(2), which Windows lacks: it runs on Linux "
-                      "and macOS (on Windows, run the tests in WSL); the graders run it on Linux")
-    libc = ctypes.CDLL(None, use_errno=True)
-    if not hasattr(libc, "mincore"):
-        raise OSError("mincore(2) is not available on this platform; the page-cache check needs Linux or macOS")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
-        raise OSError(error.errno, f"{os.fspath(path)} cannot be measured: it is no longer the file the test "
-                      f"wrote ({error.strerror}; a link put in its place is not followed)") from None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if inode is not None and (info.st_dev, info.st_ino) != inode or not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{os.fspath(path)} is no longer the file the test wrote: the code under test put "
-                          "another in its place")
-        size = info.st_size
-        if size == 0:
-            return 0
-        pages = -(-size // mmap.PAGESIZE)
-        with mmap.mmap(file.fileno(), size, prot=mmap.PROT_READ) as mapping:
-            view = np.frombuffer(mapping, dtype=np.uint8)
-            status = (ctypes.c_ubyte * pages)()
-            failed = libc.mincore(ctypes.c_void_p(view.ctypes.data), ctypes.c_size_t(size), status)
-            del view  # the mapping cannot close while a buffer still points into it
-    if failed:
-        raise OSError(ctypes.get_errno(), "mincore failed")
-    return sum(byte & 1 for byte in status) * mmap.PAGESIZE
-
-
 class FileReads:
     """What the code under test read of the file `path` during the block, in bytes (`bytes`, after
     it): the larger of the file's pages now in the page cache (`resident_bytes`: what a mapping
@@ -236,7 +197,8 @@ class FileReads:
     and its kin during the block, of any file (the route's `bytes_read`: read(2) of a hole of a file
     on a tmpfs returns zeros without caching a page, so only this shows it). `path` must hold
     nothing in the page cache before the block (a fresh sparse file); the file measured after is
-    that one (`resident_bytes`' OSError where the code put another in its place)."""
+    that one (`resident_bytes`' OSError where the code put another in its place), unchanged
+    (`FileChanged` where its size or ctime moved: truncating it empties its page cache)."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path, self.bytes = path, 0
@@ -244,12 +206,28 @@ class FileReads:
     def __enter__(self) -> FileReads:
         info = os.stat(self.path, follow_symlinks=False)
         self.inode, self.before = (info.st_dev, info.st_ino), current_route().bytes_read()
+        self.written = (info.st_size, info.st_ctime_ns)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         after = current_route().bytes_read()
         through_read = after - self.before if after is not None and self.before is not None else 0
         self.bytes = max(resident_bytes(self.path, self.inode), through_read)
+        if exc_info[0] is not None:
+            return  # the block's own failure is the test's
+        info = os.stat(self.path, follow_symlinks=False)
+        # Truncating a file (or punching a hole in it) drops its pages from the page cache, so a file
+        # changed during the block no longer shows what was read of it; a change moves its ctime,
+        # which nothing but the kernel sets (a check made after the block, so it sees the last change).
+        if (info.st_size, info.st_ctime_ns) != self.written:
+            raise FileChanged(f"the code under test changed {os.path.basename(self.path)}, the token file the "
+                              f"test wrote (size {self.written[0]} -> {info.st_size} bytes, or its contents or "
+                              "links), while it was only to read it (np.memmap with mode='r', handout §9.1): "
+                              "what it read cannot be measured any more")
+
+
+class FileChanged(AssertionError):
+    """The file a `FileReads` block measures was changed in the block (see `FileReads.__exit__`)."""
 
 
 class EinopsCalls:

@@ -27,6 +27,7 @@ from staff.intake.submission import Intake, SubmissionError, lay_package
 from staff.sandbox import confine, cuda_preflight, exposure, memory
 from staff.sandbox.layout import Workspace, build
 from staff.sandbox.removal import remove_tree, scratch_folder
+from staff.sandbox.scratch_place import scratch_parent
 from staff.sandbox.settings import Settings
 from tests.failure_output import truncated
 from tests.grading import GradedTest, Note, format_table, peak_rss_bytes
@@ -125,7 +126,7 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         confine.set_dumpable(False)
     # The scratch folder goes however the grade ends, and its removal (of whatever the submission
     # left there: a tree thousands of folders deep, closed folders) never costs the grade.
-    with scratch_folder("staff-grade-") as scratch:
+    with scratch_folder("staff-grade-", scratch_parent(sandboxed=not in_process and not gpu)) as scratch:
         package, intake, problem = _lay(submission, scratch)
         graded_code = provenance.submission_of(submission, package if problem is None else None)
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it

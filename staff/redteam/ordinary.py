@@ -38,6 +38,19 @@ IMPORT_TIMEOUT_S = 20.0
 DISK_GIB = 0.25  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
 
 
+def tmpfs_temporary_folder(folder: str = "/dev/shm") -> dict[str, str]:
+    """{"TMPDIR": folder} where `folder` is a tmpfs every user may write (a read there caches nothing)
+    and /var/tmp, where the grader then makes its scratch folder, is not; else nothing."""
+    from adapters._page_cache import page_cache_shows_reads
+
+    try:
+        usable = os.stat(folder).st_mode & 0o1777 == 0o1777 and not page_cache_shows_reads(folder) and \
+            page_cache_shows_reads("/var/tmp")
+    except OSError:
+        return {}
+    return {"TMPDIR": folder} if usable else {}
+
+
 def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
     """The red team's grader: each case (by its upload's name) with the protections it names turned
     off, its own problems, visibility of the hidden tests, memory setting and run limit; anything
@@ -88,12 +101,13 @@ class StandInSession:
         return Path(f"/run/user/{self.uid}")  # where a login makes it: a path a worker can guess
 
     def environment(self) -> dict[str, str]:
-        """What a TA's shell holds: their home, runtime folder, bus and agent."""
+        """What a TA's shell holds: their home, runtime folder, bus and agent; and, where this machine has
+        one, a temporary folder that is a tmpfs (as /tmp is on Debian 13, Fedora and Arch)."""
         return {"HOME": str(self.home), "USER": "ta", "LOGNAME": "ta", "PATH": "/usr/bin:/bin",
                 "LANG": "C.UTF-8", "XDG_RUNTIME_DIR": str(self.runtime),
                 "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.runtime / 'bus'};unix:abstract={self.abstract_bus[1:]}",
                 "SSH_AUTH_SOCK": str(self.runtime / "keyring" / "ssh"),
-                "GNOME_KEYRING_CONTROL": str(self.runtime / "keyring")}
+                "GNOME_KEYRING_CONTROL": str(self.runtime / "keyring"), **tmpfs_temporary_folder()}
 
     @contextlib.contextmanager
     def listening(self) -> Iterator[StandInSession]:

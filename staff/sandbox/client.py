@@ -217,10 +217,10 @@ class Worker:
 
     def bytes_read(self) -> int | None:
         """What the worker's processes have read through read(2) and its kin (rchar, bytes), summed
-        from the launcher down: a process that ended and was reaped counts in its reaper's. None
-        where the launcher's count is closed to this process (as an ordinary user the worker's
-        processes are not dumpable; there the tests' folders are on a disk, whose page cache shows
-        what was read) or no worker runs."""
+        from the launcher down: a process that ended and was reaped counts in its reaper's (the
+        filter keeps any process from ignoring SIGCHLD, whose children the kernel would release
+        uncounted). None where the launcher's count is closed to this process or no worker runs;
+        the tests then see reads in the page cache alone (see `staff.sandbox.scratch_place`)."""
         if not self.running:
             return None
         total = process_bytes_read(self.process.pid)

@@ -159,11 +159,11 @@ def remove_tree(path: str | os.PathLike) -> list[str]:
 
 
 @contextlib.contextmanager
-def scratch_folder(prefix: str) -> Iterator[Path]:
-    """A new private folder (as `tempfile.mkdtemp` makes it), removed with `remove_tree` however the
-    block ends. What could not be removed is said on stderr; the clean-up never raises, so whatever
-    the block made (a grade) is kept."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+def scratch_folder(prefix: str, parent: str | None = None) -> Iterator[Path]:
+    """A new private folder (as `tempfile.mkdtemp` makes it, in `parent` or the temporary folder),
+    removed with `remove_tree` however the block ends. What could not be removed is said on stderr;
+    the clean-up never raises, so whatever the block made (a grade) is kept."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     try:
         yield folder
     finally:

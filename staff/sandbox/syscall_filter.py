@@ -39,6 +39,11 @@ _INODE_IOCTLS = [0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602, 0x4
 _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY = 6, 7, 37, 38, 1024, 1026
 _F_SETOWN, _F_SETSIG, _F_SETOWN_EX, _F_SETPIPE_SZ = 8, 10, 15, 1031
 _PRIO_PROCESS = 0
+_F_SETFL = 4
+_O_DIRECT = {"x86_64": 0o40000, "aarch64": 0o200000}  # asm-generic's value, and arm64's own
+_RWF_DONTCACHE = 0x80  # Linux 6.14: pages read or written leave the page cache after the call
+_MADV_COLD, _MADV_PAGEOUT = 20, 21
+_SIGCHLD = 17  # the same on both machines
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_W_ABS, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K, _AND_K = 0x20, 0x15, 0x25, 0x35, 0x45, 0x06, 0x54
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -87,6 +92,11 @@ def _refuse_values(index: int, values: list[int], deny: int) -> list[tuple[int, 
     return [_arg(index), *checks, (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW)]
 
 
+def _refuse_bits(index: int, bits: int, deny: int) -> list[tuple[int, int, int, int]]:
+    """Refuse (`deny`) when argument `index` has any of `bits` (in its low word); allow otherwise."""
+    return [_arg(index), (_JSET_K, 0, 1, bits), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW)]
+
+
 def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = False,
                     narrowed_later: bool = False) -> list[tuple[int, int, int, int]]:
     """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
@@ -94,7 +104,9 @@ def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = F
     with its errno; socket() with EAFNOSUPPORT; socketpair(), clone() with a new namespace or a
     thread without its process's file table, TIOCSTI, file locks, a pipe's resize, PR_SET_DUMPABLE
     but to 1 and socket buffer sizes with EPERM; PR_FUTEX_HASH with EINVAL; fallocate but mode 0
-    with EOPNOTSUPP; the allowed calls pass; any other number fails with ENOSYS. Without `sockets`
+    with EOPNOTSUPP; O_DIRECT (open, openat, F_SETFL) with EINVAL and preadv2's RWF_DONTCACHE with
+    EOPNOTSUPP; MADV_COLD, MADV_PAGEOUT and a new action for SIGCHLD answered as done, not done; the
+    allowed calls pass; any other number fails with ENOSYS. Without `sockets`
     (a GPU grade's worker, until each child has started CUDA: the driver connects to its daemons
     over unix sockets), socket() and socketpair() are allowed for AF_UNIX alone, and
     syscalls.GPU_ONLY, fcntl's locks and resizes, any prctl and any socket option are allowed (each
@@ -104,6 +116,7 @@ def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = F
     namespace). With `narrowed_later` (a zygote whose children confine themselves before any student
     code), syscalls.CHILD_CONFINES and prctl's PR_SET_SECCOMP are allowed too."""
     deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
+    done, no_direct, direct = _RET_ERRNO | 0, _RET_ERRNO | errno.EINVAL, _O_DIRECT[machine]
     have = syscalls.numbers(machine)
     program = [(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
                (_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
@@ -125,9 +138,20 @@ def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = F
                   (_RET_K, 0, 0, allow), (_RET_K, 0, 0, deny)],
         "fallocate": _only({1: 0}, _RET_ERRNO | errno.EOPNOTSUPP),
         "ioctl": _refuse_values(1, [_TIOCSTI, _TIOCLINUX, *_INODE_IOCTLS], deny),
-        "fcntl": _refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY,
-                                    _F_SETOWN, _F_SETSIG, _F_SETOWN_EX, _F_SETPIPE_SZ], deny)
+        # F_SETFL with O_DIRECT fails as open's would; then the refused commands
+        "fcntl": [_arg(1), (_JEQ_K, 0, 4, _F_SETFL), _arg(2), (_JSET_K, 0, 1, direct), (_RET_K, 0, 0, no_direct),
+                  (_RET_K, 0, 0, allow),
+                  *_refuse_values(1, [_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_SETLEASE, _F_NOTIFY,
+                                      _F_SETOWN, _F_SETSIG, _F_SETOWN_EX, _F_SETPIPE_SZ], deny)]
         if sockets else [(_RET_K, 0, 0, allow)],
+        "open": _refuse_bits(1, direct, no_direct) if sockets else [(_RET_K, 0, 0, allow)],
+        "openat": _refuse_bits(2, direct, no_direct) if sockets else [(_RET_K, 0, 0, allow)],
+        "preadv2": _refuse_bits(5, _RWF_DONTCACHE, _RET_ERRNO | errno.EOPNOTSUPP) if sockets else
+        [(_RET_K, 0, 0, allow)],
+        "madvise": _refuse_values(2, [_MADV_COLD, _MADV_PAGEOUT], done) if sockets else [(_RET_K, 0, 0, allow)],
+        # SIGCHLD with a new action (a pointer not NULL, in either word): answered as done, not done
+        "rt_sigaction": [_arg(0), (_JEQ_K, 0, 5, _SIGCHLD), _arg(1), (_JEQ_K, 0, 2, 0), _high(1), (_JEQ_K, 1, 0, 0),
+                         (_RET_K, 0, 0, done), (_RET_K, 0, 0, allow)] if sockets else [(_RET_K, 0, 0, allow)],
         # not PR_SET_SECCOMP; PR_SET_DUMPABLE with 1 only (the zygote made itself not dumpable before this);
         # PR_FUTEX_HASH fails as on a kernel before 6.16
         "prctl": [_arg(0), *([] if narrowed_later else [(_JEQ_K, 5, 0, PR_SET_SECCOMP)]),

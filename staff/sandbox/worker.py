@@ -76,6 +76,9 @@ def _confine(config: dict, status: dict[str, str]) -> None:
     config["children_nest"] = bool(not config.get("cuda") and config["protections"]["landlock"] and
                                    config["protections"]["seccomp"] and landlock_rules.landlock_abi() >= 6)
     if config["protections"]["seccomp"]:
+        # An ignored SIGCHLD (inherited from whoever started the grade) would stay so: the filter answers any
+        # change of its action as done, and the kernel releases the children of a parent that ignores it.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         if not config.get("cuda"):  # the filter refuses it from now on: the zygote's children may not
             confine.set_dumpable(False)  # (a child cannot read the zygote's memory or file descriptors)
         status["system calls"] = syscall_filter.deny_syscalls(sockets=not config.get("cuda"),

@@ -166,7 +166,10 @@ def _assert_looks_where_planted(case: Case, upload: Path, names: PlantedNames) -
 # without the namespaces too (as under Docker), whose survivors only the keeper can end, and the calls on
 # other processes, which only there see the TA's own processes, and the pipes of many processes, whose
 # process limit only there counts every task of the uid.
-ORDINARY_CASES = {"connect-to-a-socket-file": [()], "keys-carry-sources": [()], "forge-grading-report": [()],
+ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unseen-on-a-tmpfs": [()],
+                  "token-file-read-by-a-child-the-kernel-reaps": [()], "token-file-evicted-after-a-whole-read": [()],
+                  "token-file-truncated-after-a-whole-read": [()], "token-file-read-with-direct-io": [()],
+                  "keys-carry-sources": [()], "forge-grading-report": [()],
                   "daemons-that-outlive-the-grade": [()], "survive-the-deadline": [(), ("namespaces",)],
                   "reach-the-tas-session": [()], "grow-socket-buffers": [()],
                   "change-other-processes": [(), ("namespaces",)], "grow-pipe-buffers": [()],

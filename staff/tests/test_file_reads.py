@@ -3,6 +3,7 @@ Each test names the mistake it catches."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import sys
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from adapters._instrument import FileReads
+from adapters._page_cache import page_cache_shows_reads
 from tests.checks import write_token_file
 
 SIZE = 64 << 20  # read whole
@@ -72,3 +74,47 @@ def test_a_file_put_in_the_measured_files_place_is_not_measured(tmp_path, swap):
                 os.symlink(tmp_path / "twin.bin", path)
             else:
                 os.rename(tmp_path / "twin.bin", path)
+
+
+def touch_every_page(path: Path) -> None:
+    np.asarray(np.memmap(path, dtype=np.uint8, mode="r")[::4096]).sum()  # a read through a mapping: no rchar
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mincore and truncate's page-cache drop are Linux's")
+@pytest.mark.parametrize("how", ["truncated and regrown", "a hole punched through a mapping"])
+def test_a_file_changed_after_a_whole_read_is_not_measured(tmp_path, how):
+    # Mistake caught: the measure trusts the page cache of a file the code may write (the token file is
+    # the code's own). Truncating it to 0 and back to its size, or punching a hole over it through a
+    # shared mapping (MADV_REMOVE), keeps its inode and size and empties its page cache, so a whole read
+    # through a mapping (no rchar) then measured 0 bytes and passed.
+    path = Path(write_token_file(tmp_path / "large.bin", size=SIZE))
+    with pytest.raises(AssertionError, match="changed large.bin, the token file the test wrote"):
+        with FileReads(path) as reads:
+            touch_every_page(path)
+            if how == "truncated and regrown":
+                os.truncate(path, 0)
+                os.truncate(path, SIZE)
+            else:
+                with open(path, "r+b") as handle, mmap.mmap(handle.fileno(), SIZE) as mapping:
+                    mapping.madvise(mmap.MADV_REMOVE)
+    assert reads.bytes < SIZE // 4, reads.bytes  # what the measure alone saw: the read gone from the page cache
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mincore is Linux's")
+def test_an_unchanged_file_read_whole_through_a_mapping_is_measured_whole(tmp_path):
+    # The control of the test above: without the truncation the same read shows.
+    path = Path(write_token_file(tmp_path / "large.bin", size=SIZE))
+    with FileReads(path) as reads:
+        touch_every_page(path)
+    assert reads.bytes >= SIZE * 3 // 4, reads.bytes
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="tmpfs and mincore are Linux's")
+def test_the_page_cache_shows_reads_on_a_disk_and_not_on_a_tmpfs(tmp_path):
+    # Mistake caught: a folder for the tests' files chosen without asking (an ordinary user's grade, whose
+    # worker's read counts are closed to the tests, on a machine whose /tmp is a tmpfs: Debian 13, Fedora,
+    # Arch), where np.fromfile of the whole token file left nothing to see and passed.
+    if not Path("/dev/shm").is_dir() or not page_cache_shows_reads(tmp_path):
+        pytest.skip("needs /dev/shm (a tmpfs) and a temporary folder on a disk")
+    assert not page_cache_shows_reads("/dev/shm")
+    assert [entry.name for entry in tmp_path.iterdir()] == []  # the probe's file is gone

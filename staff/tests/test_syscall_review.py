@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters._page_cache import page_cache_shows_reads, resident_bytes
 from staff.sandbox import confine, syscall_filter, syscalls
 from staff.sandbox.syscall_numbers import NUMBERS
 from staff.tests.filter_probe import ON_A_FILTERED_MACHINE, PRELUDE, SECCOMP_MACHINES, verdict_of
@@ -137,6 +138,47 @@ def test_what_the_zygote_counts_cannot_be_hidden_from_it(machine):
 
 
 @pytest.mark.parametrize("machine", SECCOMP_MACHINES)
+def test_what_a_call_reads_of_a_file_stays_in_view(machine):
+    # Problem 9's tests measure a call's reads of a token file by its page cache and the worker's rchar.
+    # Mistakes: O_DIRECT left open (a read that caches nothing: as an ordinary user nothing shows it) or
+    # x86's O_DIRECT bit checked on aarch64 (where it is O_DIRECTORY: every folder open refused);
+    # RWF_DONTCACHE, MADV_PAGEOUT, MADV_COLD or POSIX_FADV_DONTNEED followed (the pages read leave the
+    # cache); a new SIGCHLD action set (SIG_IGN: the kernel releases each child at exit, its rchar lost);
+    # or checks so wide they refuse plain opens, F_SETFL O_NONBLOCK, MADV_DONTNEED, RWF_NOWAIT, reading
+    # SIGCHLD's action or setting another signal's.
+    program, arch = syscall_filter.seccomp_program(machine), syscall_filter._AUDIT_ARCH[machine]
+    have, done = syscalls.numbers(machine), ERRNO | 0
+    direct, directory = {"x86_64": (0o40000, 0o200000), "aarch64": (0o200000, 0o40000)}[machine]
+
+    def verdict(name: str, *args: int) -> int:
+        return verdict_of(program, arch, have[name], *args)
+
+    assert verdict("openat", 0xFFFFFF9C, 1234, os.O_RDONLY | direct) == ERRNO | EINVAL
+    assert verdict("openat", 0xFFFFFF9C, 1234, os.O_RDONLY | directory) == ALLOW
+    assert verdict("openat", 0xFFFFFF9C, 1234, os.O_RDWR | os.O_CREAT | 0o2000000) == ALLOW  # O_CLOEXEC
+    if "open" in have:
+        assert verdict("open", 1234, os.O_RDONLY | direct) == ERRNO | EINVAL
+        assert verdict("open", 1234, os.O_RDONLY) == ALLOW
+    assert verdict("openat2", 0xFFFFFF9C, 1234, 5678, 24) == ERRNO | ENOSYS  # its flags are in memory
+    assert verdict("fcntl", 3, 4, direct | os.O_NONBLOCK) == ERRNO | EINVAL  # F_SETFL
+    assert verdict("fcntl", 3, 4, os.O_NONBLOCK) == verdict("fcntl", 3, 3, 0) == ALLOW  # F_SETFL; F_GETFL
+    assert verdict("fcntl", 3, 6, direct) == ERRNO | EPERM  # F_SETLK still refused past the new check
+    assert verdict("preadv2", 3, 1234, 1, 0, 0, 0x80) == ERRNO | EOPNOTSUPP  # RWF_DONTCACHE
+    assert verdict("preadv2", 3, 1234, 1, 0, 0, 0) == verdict("preadv2", 3, 1234, 1, 0, 0, 8) == ALLOW
+    for advice in (20, 21):  # MADV_COLD, MADV_PAGEOUT
+        assert verdict("madvise", 1 << 30, 1 << 20, advice) == done, advice
+    for advice in (0, 3, 4, 14):  # NORMAL, WILLNEED, DONTNEED, HUGEPAGE
+        assert verdict("madvise", 1 << 30, 1 << 20, advice) == ALLOW, advice
+    assert verdict("fadvise64", 3, 0, 0, 4) == done  # POSIX_FADV_DONTNEED
+    for action in (0x7FFD1234, 1 << 40):  # a pointer, in the low word or the high one
+        assert verdict("rt_sigaction", 17, action, 0, 8) == done, hex(action)
+    assert verdict("rt_sigaction", 17, 0, 0x7FFD1234, 8) == ALLOW  # reading SIGCHLD's action
+    assert verdict("rt_sigaction", 2, 0x7FFD1234, 0, 8) == ALLOW  # SIGINT's
+    gpu = syscall_filter.seccomp_program(machine, sockets=False)  # the zygote's: each child stacks the above
+    assert verdict_of(gpu, arch, have["openat"], 0xFFFFFF9C, 1234, direct) == ALLOW
+
+
+@pytest.mark.parametrize("machine", SECCOMP_MACHINES)
 def test_the_calls_that_name_a_process_act_on_the_caller_only(machine):
     # Mistakes: prlimit64, the sched_set* calls or setpriority allowed for any pid (the allow-list that
     # let a worker renice a TA's shell and shrink a neighbour's open files); a check of the low word
@@ -222,6 +264,21 @@ found["seccomp"] = raw("seccomp", 1, 0, None)  # SECCOMP_SET_MODE_FILTER, no pro
 found["prctl PR_SET_SECCOMP"] = "worked" if libc.prctl(22, 2, None, 0, 0) == 0 else errno.errorcode[ctypes.get_errno()]
 leader, follower = os.openpty()
 attempt("TIOCSTI", lambda: fcntl.ioctl(follower, 0x5412, b"x"))
+import signal
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel releases the children of a parent that ignores SIGCHLD
+child = os.fork()
+if child == 0:
+    os._exit(0)
+try:
+    found["a child of a parent ignoring SIGCHLD"] = "waited for" if os.waitpid(child, 0)[0] == child else "?"
+except ChildProcessError:
+    found["a child of a parent ignoring SIGCHLD"] = "released by the kernel"
+attempt("O_DIRECT", lambda: os.close(os.open(sys.argv[4], os.O_RDONLY | os.O_DIRECT)))
+cached = os.open(sys.argv[4] + ".cached", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(cached, bytes(1 << 20))
+os.fsync(cached)
+os.pread(cached, 1 << 20, 0)
+attempt("POSIX_FADV_DONTNEED", lambda: os.posix_fadvise(cached, 0, 0, os.POSIX_FADV_DONTNEED))
 print(json.dumps(found))
 """
 
@@ -253,7 +310,9 @@ def test_a_filtered_process_reaches_no_named_socket_namespace_lock_watch_fifo_or
     # by either call (kernel memory only a memory group counts, 7-8 KiB each)), or a
     # chmod that changes the file (Landlock has no right for a mode: as an ordinary user it would reach
     # the grader's folders), while F_GETFL and threads keep working and chmod is answered as done
-    # (shutil.copy would fail on a refusal).
+    # (shutil.copy would fail on a refusal). Also what keeps a call's reads of a file in view (Problem 9):
+    # a child of a parent that ignores SIGCHLD is still waited for (the kernel would release it, and its
+    # read counts, at exit), O_DIRECT fails, and POSIX_FADV_DONTNEED leaves the page cache as it was.
     found = _probe(tmp_path, filtered=True)
     assert found["status"].startswith("on"), found["status"]
     assert found["the listener received"] == "nothing"
@@ -263,9 +322,12 @@ def test_a_filtered_process_reaches_no_named_socket_namespace_lock_watch_fifo_or
                 "move_pages": "EPERM", "TIOCSTI": "EPERM", "chmod": "worked", "mode after chmod": "0o644",
                 "setxattr": "EPERM", "chown": "EPERM", "vmsplice": "EPERM", "splice": "EPERM", "sendfile": "EPERM",
                 "epoll": "EPERM", "FS_IOC_SETFLAGS": "EPERM", "F_SETOWN": "EPERM", "F_SETSIG": "EPERM",
-                "seccomp": "EPERM", "prctl PR_SET_SECCOMP": "EPERM"}
+                "seccomp": "EPERM", "prctl PR_SET_SECCOMP": "EPERM",
+                "a child of a parent ignoring SIGCHLD": "waited for", "O_DIRECT": "EINVAL",
+                "POSIX_FADV_DONTNEED": "worked"}
     got = {what: found[what] for what in expected}
     assert got == expected, f"expected {expected}, got {got}"
+    assert resident_bytes(tmp_path / "lock.cached") == 1 << 20  # the advice answered, not followed
 
 
 @pytest.mark.skipif(not ON_A_FILTERED_MACHINE, reason="the filter is written for Linux on x86_64 and aarch64")
@@ -280,5 +342,8 @@ def test_without_the_filter_the_same_probe_gets_through(tmp_path):
     assert found["clone3"] != "ENOSYS"
     assert found["F_SETOWN"] == found["F_SETSIG"] == "worked", found
     assert found["seccomp"] == found["prctl PR_SET_SECCOMP"] == "EFAULT", found  # reached the kernel
+    assert found["a child of a parent ignoring SIGCHLD"] == "released by the kernel", found
+    if page_cache_shows_reads(tmp_path):  # a disk: the advice empties the file's page cache
+        assert resident_bytes(tmp_path / "lock.cached") == 0
     if os.geteuid() == 0:
         assert found["unshare"] == "worked"
