@@ -240,21 +240,11 @@ def test_an_archive_read_otherwise_by_torch_than_by_the_scan_is_refused(tmp_path
     # end record that declares 1 (zipfile built an object for each: 2 GiB of the test process).
     honest = io.BytesIO()
     torch.save({"w": torch.ones(4)}, honest)
-    twin = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(honest.getvalue())) as source, zipfile.ZipFile(twin, "w") as target:
-        for info in source.infolist():
-            target.writestr(info, source.read(info))
-            if info.filename.endswith("/data.pkl"):
-                target.writestr(info.filename.replace("data.pkl", "DATA.pkl"), PROTOCOL + b"N.")
-    message = refusal(tmp_path, twin.getvalue())
+    folder = zipfile.ZipFile(io.BytesIO(honest.getvalue())).namelist()[0].split("/")[0]
+    message = refusal(tmp_path, rewritten(honest.getvalue(), added={f"{folder}/DATA.pkl": PROTOCOL + b"N."}))
     assert "two entries of the same name (letter case aside)" in message, message
-
-    elsewhere = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(honest.getvalue())) as source, zipfile.ZipFile(elsewhere, "w") as target:
-        for info in source.infolist():
-            target.writestr(info, source.read(info))
-        target.writestr("other/data.pkl", PROTOCOL + b"N.")
-    assert "not all in one folder" in refusal(tmp_path, elsewhere.getvalue())
+    elsewhere = rewritten(honest.getvalue(), added={"other/data.pkl": PROTOCOL + b"N."})
+    assert "not all in one folder" in refusal(tmp_path, elsewhere)
 
     data = bytearray(honest.getvalue())
     end = len(data) - 22
@@ -267,19 +257,25 @@ def test_an_archive_read_otherwise_by_torch_than_by_the_scan_is_refused(tmp_path
     assert f"a zip directory of {len(first) * 2000:,} bytes for 1 entries" in message, message
 
 
+def rewritten(honest: bytes, body=lambda name, data: data, added: dict[str, bytes] | None = None) -> bytes:
+    """torch.save's archive `honest` copied entry by entry (stored), each entry's data `body(name, data)`,
+    then the entries of `added` (name: data)."""
+    copy = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(honest)) as source, zipfile.ZipFile(copy, "w", zipfile.ZIP_STORED) as target:
+        for info in source.infolist():
+            target.writestr(info, body(info.filename, source.read(info)))
+        for name, data in (added or {}).items():
+            target.writestr(name, data)
+    return copy.getvalue()
+
+
 def two_archives(honest: bytes, pickled: bytes) -> bytes:
     """`honest` (torch.save's archive) behind a second archive of the same entries but data.pkl
     `pickled`, with a zip64 end record for the second's directory, `honest`'s zip64 locator pointed at
     that record: Python's zipfile (3.11) reads the honest directory (the record right before the
     locator, every offset shifted by the bytes in front); torch's reader the other (the record the
     locator names)."""
-    with zipfile.ZipFile(io.BytesIO(honest)) as source:
-        entries = [(info.filename, source.read(info)) for info in source.infolist()]
-    hidden = io.BytesIO()
-    with zipfile.ZipFile(hidden, "w", zipfile.ZIP_STORED) as target:
-        for name, body in entries:
-            target.writestr(name, pickled if name.endswith("/data.pkl") else body)
-    hidden = hidden.getvalue()
+    hidden = rewritten(honest, lambda name, body: pickled if name.endswith("/data.pkl") else body)
     count, size, at = struct.unpack_from("<HII", hidden, len(hidden) - 22 + 10)
     record = b"PK\x06\x06" + struct.pack("<QHHIIQQQQ", 44, 45, 45, 0, 0, count, count, size, at)
     shown = bytearray(honest)
@@ -331,11 +327,8 @@ def test_a_long_record_beside_the_pickle_is_refused_before_loading(tmp_path, no_
     # an error message of 192 MiB in the test process (its report, its memory).
     honest = io.BytesIO()
     torch.save({"w": torch.ones(4)}, honest)
-    long = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(honest.getvalue())) as source, zipfile.ZipFile(long, "w") as target:
-        for info in source.infolist():
-            target.writestr(info, b"A" * 5000 if info.filename.endswith("/byteorder") else source.read(info))
-    message = refusal(tmp_path, long.getvalue())
+    long = rewritten(honest.getvalue(), lambda name, body: b"A" * 5000 if name.endswith("/byteorder") else body)
+    message = refusal(tmp_path, long)
     assert "byteorder' of 5,000 bytes" in message and "at most 1,024" in message, message
 
 
