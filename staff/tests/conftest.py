@@ -192,7 +192,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unsee
                   "mappings-in-many-processes": [()], "zygote-stopped-while-page-tables-grow": [("namespaces",)],
                   "proc-buffers-of-long-map-names": [()], "maps-of-long-names-blind-the-watch": [()],
                   "files-held-by-leaderless-processes": [()], "folders-removed-while-open": [()],
-                  "pipes-held-between-the-looks": [()]}
+                  "pipes-held-between-the-looks": [()],
+                  "autogroups-maps-and-cgroups-of-other-processes": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 
