@@ -121,8 +121,8 @@ CHECKED: dict[str, str] = {
                "they push a file's pages out of the page cache, where a read through a mapping shows (see open)",
     "rt_sigaction": "SIGCHLD's action is answered as done and left at the default: a parent that ignores SIGCHLD "
                     "(SIG_IGN, SA_NOCLDWAIT) has the kernel release its children at exit, their rchar counted "
-                    "nowhere; the filter cannot read the new action, so a handler (torch's DataLoader sets one, "
-                    "and works without it) is left unset too",
+                    "nowhere; the filter cannot read the new action, so a handler is left unset too (nothing a grade "
+                    "runs sets one: torch's DataLoader would, for worker processes that need sockets, refused here)",
     # Without a PID namespace another process of the same uid (a batch neighbour, the grader, the TA's shell)
     # is in reach of these by pid; pid 0 means the caller, and the filter cannot know the caller's pid.
     "prlimit64": "pid 0 only (itself): another pid's limits are another process's (glibc's setrlimit passes 0)",
