@@ -29,13 +29,6 @@ WATCH_INTERVAL_S = 0.05
 # which any process may read, and a fixed schedule let a worker hold 1,075 pipes only between looks.
 FILE_LOOKS_EVERY = 10
 FILE_LOOKS_AT_MOST = 15
-
-
-def file_look_due(watches_since: int) -> bool:
-    """Whether this watch looks at the open files too, `watches_since` watches after the last look: at
-    random (from the kernel, which no process below the zygote can predict), one in FILE_LOOKS_EVERY,
-    and always at FILE_LOOKS_AT_MOST."""
-    return watches_since >= FILE_LOOKS_AT_MOST or int.from_bytes(os.urandom(2), "little") % FILE_LOOKS_EVERY == 0
 CHECK = b'{"op": "check"}'  # the grader's question to the zygote after each call: what they hold now
 # Each mapping (a VMA) is ~200 bytes of kernel memory, up to vm.max_map_count (65,530) a process: 14 MiB
 # a process, 423 MiB in 30 (mprotect on every other page of one region). A process that has imported
@@ -47,6 +40,13 @@ MOST_MAPS_BYTES = 16 << 20  # the maps read in one look, over every process
 MOST_PROC_FILES = 32
 PIPE_PAGES = 16  # a pipe's buffer, in pages, when it cannot be resized
 MOST_PROCESSES = 4096  # a walk stops here whatever /proc shows: more than any process limit of a worker
+
+
+def file_look_due(watches_since: int) -> bool:
+    """Whether this watch looks at the open files too, `watches_since` watches after the last look: at
+    random (from the kernel, which no process below the zygote can predict), one in FILE_LOOKS_EVERY,
+    and always at FILE_LOOKS_AT_MOST."""
+    return watches_since >= FILE_LOOKS_AT_MOST or int.from_bytes(os.urandom(2), "little") % FILE_LOOKS_EVERY == 0
 
 
 def children(pid: int | str = "self") -> list[int]:
