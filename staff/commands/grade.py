@@ -153,7 +153,7 @@ def run_batch(args: argparse.Namespace) -> int:
     try:
         lines, files = grade_batch(folder, out, grader(args, progress=False, jobs=jobs), jobs, args.force,
                                    results=RESULTS_GPU if args.gpu else RESULTS, shard=shard,
-                                   current=Current.of(from_arguments(args)))
+                                   current=Current.of(from_arguments(args)), warm=not args.gpu)
     except KeyboardInterrupt:
         stop_running()
         print(f"staff grade: interrupted; finished submissions are kept in {out}; run the same command to "

@@ -19,6 +19,7 @@ submission again.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
@@ -45,6 +46,7 @@ from staff.course.folder import (
 from staff.course.stale import NOT_GRADED, Current, reason_lines, why_regrade
 from staff.grading.outcomes import Outcome
 from staff.grading.results import failure_results, write_json_atomically
+from staff.grading.suite_run import warm_test_processes
 from staff.stopping import stop_requested
 
 
@@ -112,14 +114,16 @@ def to_grade(submissions: list[Submission], out: Path, results: str = RESULTS, c
 
 def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs: int, force: bool = False,
                 progress: bool = True, results: str = RESULTS,
-                shard: tuple[int, int] | None = None, current: Current | None = None) -> tuple[list[str], list[Path]]:
+                shard: tuple[int, int] | None = None, current: Current | None = None,
+                warm: bool = True) -> tuple[list[str], list[Path]]:
     """Grade every submission of `folder` whose grade in `out` is missing or stale (see `to_grade`;
     `current`: what the grader's grades record of their suite and settings, None to regrade only
     what is missing), `jobs` at a time, each into OUT/<name>/`results`, then write the gradebook from
     every part found there and the diff of what moved; the summary lines and files written. With
     `shard` (K, N), grade only shard K of N (staff/course/cluster/shards.py) and write no gradebook: other
     shards may be writing into `out` at the same time, and `staff gradebook OUT` writes it once they
-    are done.
+    are done. With `warm` (a CPU batch), the grades' test processes are forked from one that imported
+    torch and pytest once (`staff.grading.suite_run.warm_test_processes`).
 
     Raises:
         BatchError: `folder` cannot be read, or `out` is inside it.
@@ -143,7 +147,8 @@ def grade_batch(folder: Path, out: Path, grader: Callable[[Path], object], jobs:
     for line in reason_lines({k: v for k, v in reasons.items() if v != NOT_GRADED}, "to grade again"):
         print(line, file=sys.stderr)
     lock = threading.Lock()
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+    with warm_test_processes() if warm and todo else contextlib.nullcontext(), \
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
             tqdm(total=len(mine), initial=len(mine) - len(todo), unit="submission", desc="batch",
                  disable=not progress, mininterval=0.5 if os.isatty(2) else 15) as bar:
         futures = [pool.submit(grade_one, s, out / s.key, grader, results) for s in todo]

@@ -146,7 +146,7 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         protections, usage = {}, {}
         if problem is None:
             report, log = run_suite(workspace.grader, suites(hidden, problems), settings.run_timeout_s, verbose,
-                                    extra, progress, sandboxed=not in_process)
+                                    extra, progress, sandboxed=not in_process, warm=not gpu)
             _end_worker_user(workspace.uid)
             tests, outcome, details, never_ran = list(report.tests.values()), report.outcome, report.details, \
                 report.never_ran

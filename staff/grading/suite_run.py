@@ -22,7 +22,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from adapters._text import shown_text
+from staff.grading import warm_start
 from staff.grading.outcomes import Details, Outcome
+from staff.grading.warm_start import KEEPER
 from staff.intake.submission import PACKAGE
 from staff.sandbox import memory, memory_group
 from staff.sandbox.layout import module_names
@@ -34,7 +36,6 @@ _running: set[subprocess.Popen] = set()  # test runs in progress, so an interrup
 _running_lock = threading.Lock()
 
 
-KEEPER = Path(__file__).resolve().parents[1] / "sandbox" / "keeper.py"
 KEEPER_GRACE_S = 30.0  # for the keeper to end the run and every process below it
 
 
@@ -114,6 +115,13 @@ def child_env(pythonpath: Path) -> dict[str, str]:
     return env
 
 
+def warm_test_processes() -> contextlib.AbstractContextManager:
+    """Within this block (a batch's), CPU grades' test runs are forked from one template process that
+    imported torch, numpy, pytest and hypothesis once (`staff.grading.warm_start`)."""
+    env = {k: v for k, v in child_env(Path()).items() if k not in warm_start.VARIES}
+    return warm_start.warm_test_processes(env)
+
+
 def import_error(workspace: Path, timeout_s: float = default("import_timeout_s")) -> str | None:
     """In-process grading only: import every module of the package in `workspace` in a child process
     (not confined) within `timeout_s` seconds; the error text, or None."""
@@ -136,22 +144,26 @@ FROM_OUTSIDE = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, si
 
 
 def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: bool, extra: list[str],
-              progress: bool = True, sandboxed: bool = True) -> tuple[Report, str]:
+              progress: bool = True, sandboxed: bool = True, warm: bool = False) -> tuple[Report, str]:
     """Run `suites` in a child process from `workspace`; the report, every collected test with its
     result, and the end of the run's log. With `sandboxed` (student code runs in the sandbox's
     worker, never in the test process), a test process ended by a signal from outside is the
-    grader's failure, graded again later, not the submission's."""
+    grader's failure, graded again later, not the submission's. With `warm`, inside
+    `warm_start.warm_test_processes` (a batch), the run is forked from its template."""
     report_path, log_path = workspace / REPORT, workspace / LOG
     # Plain asserts: the checks' messages say everything, and rewriting every test module costs seconds.
     # No tracebacks from pytest: the points plugin writes each failure's text itself, far more cheaply.
     # Under a keeper (staff/sandbox/keeper.py): however the run ends, no process it started is left.
-    command = [sys.executable, "-I", str(KEEPER), sys.executable, "-m", "pytest", *PLUGINS, *suites, "--grading-report",
-               str(report_path), "-q", "--tb=no", "-p", "no:cacheprovider", "--color=no", "--assert=plain", *extra]
+    argv = ["-m", "pytest", *PLUGINS, *suites, "--grading-report", str(report_path), "-q", "--tb=no", "-p",
+            "no:cacheprovider", "--color=no", "--assert=plain", *extra]
     killed_before = memory.oom_kills()
     with log_path.open("w") as log:
         env = {**child_env(workspace), "STAFF_GRADER_PID": str(os.getpid())}
-        child = subprocess.Popen(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=None if verbose else log, stderr=subprocess.STDOUT, start_new_session=True)
+        child = warm_start.start(argv, workspace, env, log.fileno()) if warm and not verbose else None
+        if child is None:
+            child = subprocess.Popen([sys.executable, "-I", str(KEEPER), sys.executable, *argv], cwd=workspace,
+                                     env=env, stdin=subprocess.DEVNULL, stdout=None if verbose else log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
         with _running_lock:
             _running.add(child)
         deadline = time.monotonic() + timeout_s

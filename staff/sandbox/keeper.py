@@ -25,6 +25,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from typing import NoReturn
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
@@ -83,9 +85,10 @@ def end_everything_below(rounds: int = 1000, pid: int | None = None) -> None:
         time.sleep(0.01)  # a grandchild killed but not yet reparented to this process
 
 
-def main(command: list[str]) -> None:
-    if not command:
-        sys.exit("usage: keeper.py COMMAND...")
+def keep(start: Callable[[], int]) -> NoReturn:
+    """Be the keeper of the run that `start()` starts (it returns the run's pid, a child of this
+    process): end everything below this process once the run ends, then end as it ended. SIGTERM
+    or SIGINT (the grader's time limit) kills the run at once, even one that arrives while it starts."""
     become_subreaper()
     # Should the grader die, this keeper is told (SIGTERM) and still ends everything below it. The
     # run checks that its parent is the one that started it: that is now this keeper.
@@ -93,24 +96,43 @@ def main(command: list[str]) -> None:
     # Where the worker runs as this user (no user of its own), its /proc entries (environment, memory,
     # open files) are closed to it (they become root's), as are the run's and the grader's.
     _prctl(PR_SET_DUMPABLE, 0)
-    env = {**os.environ, "STAFF_GRADER_PID": str(os.getpid())} if "STAFF_GRADER_PID" in os.environ else None
-    run = subprocess.Popen(command, env=env)
+    run: list[int] = []
+    stopped = []
 
     def stop(signum, frame):  # the grader's time limit: the run ends now
-        try:
-            os.kill(run.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        stopped.append(signum)
+        for pid in run:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    code = run.wait()
+    run.append(start())
+    if stopped:  # told before the run had a pid
+        stop(stopped[0], None)
+    code = os.waitstatus_to_exitcode(os.waitpid(run[0], 0)[1])
     end_everything_below()
     if code < 0:  # end as the run ended, so the grader reads a kill (the kernel's, for memory) from the keeper
         if -code != signal.SIGKILL:  # whose handler cannot be set
             signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     sys.exit(code)
+
+
+def main(command: list[str]) -> None:
+    if not command:
+        sys.exit("usage: keeper.py COMMAND...")
+
+    started: list[subprocess.Popen] = []  # held, so that nothing but `keep` waits for it
+
+    def start() -> int:
+        env = {**os.environ, "STAFF_GRADER_PID": str(os.getpid())} if "STAFF_GRADER_PID" in os.environ else None
+        started.append(subprocess.Popen(command, env=env))
+        return started[0].pid
+
+    keep(start)
 
 
 if __name__ == "__main__":

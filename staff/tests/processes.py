@@ -1,5 +1,5 @@
 """What is running on this machine, for tests that check a grade left no process behind, and a look
-taken in a forked child, for tests that confine a process for good."""
+taken in a forked child, for tests that confine a process for good, and a run that leaves a daemon behind."""
 
 from __future__ import annotations
 
@@ -7,6 +7,23 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+
+# A run that leaves a daemon behind (double fork, new session, deaf to SIGHUP and SIGTERM), then
+# either sleeps (to be ended at the time limit) or exits at once with code 7.
+LEAVE_A_DAEMON = '''
+import os, signal, sys, time
+if os.fork() == 0:
+    os.setsid()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["{name}", "3600"])
+    os._exit(0)
+time.sleep(1)
+if sys.argv[1] == "sleep":
+    time.sleep(3600)
+sys.exit(7)
+'''
 
 
 def in_a_child(look: Callable[[], dict]) -> dict:

@@ -13,6 +13,7 @@ import pytest
 from staff.course.batch import grade_one
 from staff.course.folder import Submission
 from staff.tests.documents import strings
+from staff.tests.processes import LEAVE_A_DAEMON
 
 # C0 but tab and newline, DEL, C1 (U+009B CSI, U+009D OSC) and bidi controls: none may be shown.
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -69,24 +70,6 @@ def test_gpu_reports_scratch_goes_whatever_the_submission_left_in_it(tmp_path, m
 
 
 # -- no process of a run outlives it --------------------------------------------------------------
-
-# A run that leaves a daemon behind (double fork, new session, deaf to SIGHUP and SIGTERM), then
-# either sleeps (to be ended at the time limit) or exits at once with code 7.
-LEAVE_A_DAEMON = '''
-import os, signal, sys, time
-if os.fork() == 0:
-    os.setsid()
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if os.fork() == 0:
-        os.execv("/bin/sleep", ["{name}", "3600"])
-    os._exit(0)
-time.sleep(1)
-if sys.argv[1] == "sleep":
-    time.sleep(3600)
-sys.exit(7)
-'''
-
 
 def _keep(name: str, how: str):
     import subprocess

@@ -15,6 +15,7 @@ chaff that only a GPU catches are left out, and the summary says how many.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import time
@@ -26,6 +27,7 @@ from tqdm import tqdm
 from staff import samples
 from staff.grading.grade import REPO_ROOT, grade
 from staff.grading.selection import collect_only
+from staff.grading.suite_run import warm_test_processes
 from staff.sandbox.removal import scratch_folder
 from staff.sandbox.settings import Settings
 from staff.validate.variants import CHAFF, WHEAT, Variant, VariantError, build, dependents, load_variants
@@ -164,7 +166,9 @@ def validate(variants: list[Variant], jobs: int, options: Settings | None = None
                      ({variant.problem} | depends[variant.problem]) & with_cuda,
                      functools.partial(build, variant), variant))
     outcomes = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+    # A CPU validation grades many implementations: their test processes are forked from one warm template.
+    with warm_test_processes() if not gpu and len(work) > 1 else contextlib.nullcontext(), \
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
             tqdm(total=len(work), unit="implementation", desc="validate", disable=not progress, file=sys.stderr) as bar:
         futures = {pool.submit(_grade, key, kind, problem, problems, build_into, options, gpu): variant
                    for key, kind, problem, problems, build_into, variant in work}
