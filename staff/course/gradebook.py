@@ -45,6 +45,7 @@ class Row:
     status: str = NOT_GRADED  # GRADED, PARTIAL (some problems only: the rest are not graded, never 0) or NOT_GRADED
     suites: tuple[str, ...] = ()  # the suite of each part, as staff.grading.provenance.suite_label shows it
     results: list[Result] = field(default_factory=list)  # every test's result, for the per-test analytics
+    review: tuple[str, ...] = ()  # "file:line what" of each mark for a person's review (staff.intake.review_marks)
 
     @property
     def total(self) -> float:
@@ -72,7 +73,7 @@ def load_row(out: Path, submission: Submission) -> Row:
     grade said nothing of the submission (the grader's own failure), is NOT_GRADED."""
     points: dict[tuple[int, str], float] = {}
     possible: dict[tuple[int, str], float] = {}
-    failed, results, suites = [], [], []
+    failed, results, suites, review = [], [], [], []
     status = NOT_GRADED
     for name in (RESULTS, RESULTS_GPU):
         document = graded(out / name)
@@ -81,6 +82,9 @@ def load_row(out: Path, submission: Submission) -> Row:
         record = document["extra_data"].get("provenance") or {}
         if isinstance(record.get("suite"), dict):
             suites.append(suite_label(record["suite"]))
+        for mark in document["extra_data"].get("review") or []:
+            if isinstance(mark, dict):
+                review.append(f"{mark.get('file', '?')}:{mark.get('line', 0)} {mark.get('what', '')}")
         partial = name == RESULTS and (record.get("settings") or {}).get("problems") is not None
         status = PARTIAL if partial or status == PARTIAL else GRADED
         for test in document.get("tests", []):
@@ -95,7 +99,7 @@ def load_row(out: Path, submission: Submission) -> Row:
                                   problem, passed, "" if passed else failure_message(test.get("output", ""))))
     meta = _read(out / meta_name(RESULTS)) or _read(out / meta_name(RESULTS_GPU))
     return Row(submission, points, possible, failed, float(meta.get("seconds", 0.0)), str(meta.get("error", "")),
-               status, tuple(dict.fromkeys(suites)), results)
+               status, tuple(dict.fromkeys(suites)), results, tuple(dict.fromkeys(review)))
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t")  # OWASP's CSV injection (its "\r" shown_text replaces)
@@ -128,7 +132,8 @@ def columns(parts: list[str]) -> list[tuple[str, Callable[[Row], str]]]:
               ("max_total", lambda r: f"{r.max_total:g}" if r.possible else ""),
               ("suite", lambda r: "; ".join(r.suites)),
               ("wall_s", lambda r: f"{r.seconds:.1f}"),
-              ("error", lambda r: spreadsheet_safe(r.error))]
+              ("error", lambda r: spreadsheet_safe(r.error)),
+              ("review", lambda r: spreadsheet_safe("; ".join(r.review)))]
     return who + per_problem + per_part + totals
 
 
@@ -286,6 +291,11 @@ def write_gradebook(submissions: list[Submission], out: Path) -> tuple[list[str]
     if errors:
         lines += ["", f"{len(errors)} submission(s) with an error:"] + [f"  {r.submission.key}: {r.error}"
                                                                          for r in errors[:20]]
+    marked = [r for r in graded_rows if r.review]
+    if marked:
+        lines += ["", f"{len(marked)} submission(s) marked for review (code reaching past the grader's checks; "
+                      "points stand until read):"] + [f"  {r.submission.key}: {'; '.join(r.review)[:300]}"
+                                                       for r in marked[:20]]
     lines = [shown_text(line) for line in lines]  # submission names and errors are the students' text
     write_text_atomic(out / "summary.md", "# Batch summary\n\n```text\n" + "\n".join(lines) + "\n```\n")
     suites = sorted({label for r in rows for label in r.suites})

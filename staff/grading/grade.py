@@ -23,6 +23,7 @@ from staff.grading.outcomes import Details, Outcome
 from staff.grading.scrub import INTAKE_CHARS, machine_paths, scrub, scrubbed, share_output
 from staff.grading.selection import HIDDEN_SUITE, REPO_ROOT, SUITE_PARTS, marker_expression, suites
 from staff.grading.suite_run import import_error, not_run, run_suite
+from staff.intake import review_marks
 from staff.intake.submission import Intake, SubmissionError, lay_package
 from staff.sandbox import confine, cuda_preflight, exposure, memory
 from staff.sandbox.layout import Workspace, build
@@ -49,6 +50,7 @@ class Grade:
     graded_files: dict[str, object] = field(default_factory=dict)  # what the intake took (Intake.as_data), scrubbed
     provenance: dict[str, object] = field(default_factory=dict)  # what graded it (staff.grading.provenance)
     test_sources: dict[str, str] = field(default_factory=dict)  # nodeid -> sha256 of the test's source
+    review: list[dict[str, object]] = field(default_factory=list)  # what marks it for a person (review_marks.Mark)
 
     @property
     def score(self) -> float:
@@ -128,6 +130,8 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
     # left there: a tree thousands of folders deep, closed folders) never costs the grade.
     with scratch_folder("staff-grade-", scratch_parent(sandboxed=not in_process and not gpu)) as scratch:
         package, intake, problem = _lay(submission, scratch)
+        # Read before any of it runs: what the code could change, this process reads from the upload.
+        review = [] if problem is not None else [mark.as_data() for mark in review_marks.find(package)]
         graded_code = provenance.submission_of(submission, package if problem is None else None)
         # An unusable submission is not run at all: its tests are only listed (by the bundle, where it
         # listed them), in the simple layout.
@@ -146,7 +150,8 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         protections, usage = {}, {}
         if problem is None:
             report, log = run_suite(workspace.grader, suites(hidden, problems), settings.run_timeout_s, verbose,
-                                    extra, progress, sandboxed=not in_process, warm=not gpu)
+                                    extra, progress, sandboxed=not in_process,
+                                    warm=not gpu and not in_process)  # student code never runs beside a template
             _end_worker_user(workspace.uid)
             tests, outcome, details, never_ran = list(report.tests.values()), report.outcome, report.details, \
                 report.never_ran
@@ -193,13 +198,16 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
         if peak is not None:
             usage["memory cgroup peak (all it holds, page cache included)"] = peak
         made = provenance.provenance(settings, hidden, graded_code)
+        if review and not outcome.grader_failure:
+            summary = f"{summary}\n\n{truncated(review_marks.summary_line(review), SUMMARY_CHARS)}".strip()
         if not outcome.grader_failure:  # which suite: a student (and a TA) can tell a grade made before a fix
             summary = f"{summary}\n\n{provenance.suite_line(made)}".strip()
         table = "" if outcome.grader_failure else "\n".join(format_table(tests, visibility == "visible"))
         result = Grade(tests=tests, output=f"{summary}\n\n{table}".strip(), seconds=time.monotonic() - started,
                        protections=protections, memory=usage, outcome=outcome, details=details, never_ran=never_ran,
                        graded_files=graded_files, provenance=made,
-                       test_sources=provenance.source_hashes(REPO_ROOT, [t.nodeid for t in tests]))
+                       test_sources=provenance.source_hashes(REPO_ROOT, [t.nodeid for t in tests]),
+                       review=[] if outcome.grader_failure else review)
         if on_graded is not None:  # the grade is kept (results.json written) before the clean-up starts
             on_graded(result)
     return result

@@ -84,7 +84,8 @@ def results_json(grade: Grade, visibility: str = "visible") -> dict:
         "extra_data": {"outcome": grade.outcome.value, **grade.details, "max_score": sum(t.possible for t in tests),
                        "protections": grade.protections, "memory_bytes": grade.memory,
                        **({"graded_files": grade.graded_files} if grade.graded_files else {}),
-                       **({"provenance": grade.provenance} if grade.provenance else {})},
+                       **({"provenance": grade.provenance} if grade.provenance else {}),
+                       **({"review": grade.review} if grade.review else {})},
         "tests": [_test_entry(t, grade.never_ran.get(t.nodeid), grade.test_sources.get(t.nodeid)) for t in tests],
     }
 

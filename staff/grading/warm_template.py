@@ -70,7 +70,12 @@ def serve(control: socket.socket) -> tuple[dict, int]:
                     os.close(extra)
                 continue
             run, log = socket.socket(fileno=fds[0]), fds[1]
-            request = json.loads(message)
+            try:
+                request = json.loads(message)
+            except ValueError:
+                run.close()
+                os.close(log)
+                continue
             pid = os.fork()
             if pid == 0:
                 control.close()

@@ -8,9 +8,12 @@ Each case is a folder under `cases/` with a `case.toml`:
                   and every problem an `attack_in` function belongs to. An attack made at import needs
                   no more than a few honest problems to show that the grade goes on unharmed, and each
                   problem graded costs time in every test run
-    lose          the honest problems the attack may cost points (it must cost some); every other honest
-                  problem must keep all its points, and every problem not honest must score 0 (one not
-                  graded scores 0 of 0)
+    lose          the honest problems the attack may cost points (it must cost some, unless `review`);
+                  every other honest problem must keep all its points, and every problem not honest must
+                  score 0 (one not graded scores 0 of 0)
+    review        the grade must be marked for a person's review (`staff.intake.review_marks`): code
+                  that reaches an instrument inside the worker is contained by the mark, so its `lose`
+                  problems may keep their points where the grade is marked
     message       text the results must contain (the clear message the attack ends in)
     no_leak       the results may not contain a line of the hidden tests
     survivors     no process whose command line starts with this may be left after grading
@@ -80,6 +83,7 @@ class Case:
     memory_gib: float | None = None
     outcomes: tuple[str, ...] = ()
     run_timeout_s: float | None = None
+    review: bool = False
     folder: Path = field(default=Path(), compare=False)
 
 
@@ -318,11 +322,14 @@ def judge(case: Case, results: dict) -> list[str]:
             earned[problem] += test["score"]
             possible[problem] += test["max_score"]
     problems = []
+    marked = bool(results.get("extra_data", {}).get("review"))
+    if case.review and not marked:
+        problems.append("the grade is not marked for review, though the code reaches past the grader's checks")
     for number in MODULES:
         got = f"{earned[number]:g} / {possible[number]:g}"
         if number not in case.honest and earned[number] != 0:
             problems.append(f"problem {number}: {got}, expected 0 (no honest work there)")
-        elif number in case.lose and not earned[number] < possible[number]:
+        elif number in case.lose and not earned[number] < possible[number] and not (case.review and marked):
             problems.append(f"problem {number}: {got}, expected to lose points to the attack")
         elif number in case.honest and number not in case.lose and earned[number] != possible[number]:
             problems.append(f"problem {number}: {got}, expected full marks (the attack is elsewhere)")

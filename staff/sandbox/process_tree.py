@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # An honest process holds a few MiB (the worker's zygote after importing torch 2.4 MiB; a 4 GiB tensor
 # adds 8 MiB): the limit is for the sum over the child's processes, far above any honest grade, and
@@ -38,6 +38,13 @@ MOST_MAPS_BYTES = 16 << 20  # the maps read in one look, over every process
 # An open file of /proc keeps a kernel buffer as large as the longest line read from it: a maps line
 # naming a file below folders deeper than PATH_MAX is 263 KB, and 827 descriptors read so held 414 MiB.
 MOST_PROC_FILES = 32
+# Shared memory with no file (a MAP_SHARED mapping of anonymous memory or of /dev/zero: a shmem object that
+# /proc/PID/maps names "/dev/zero (deleted)") keeps its pages when they are dropped from every page table
+# (MADV_DONTNEED), so no RSS shows them, and the OOM killer, choosing by RSS, would pick another process.
+# Honest grades hold none (torch and numpy make no such mapping; multiprocessing's shared values a few
+# pages): each mapping counts at its whole size, and their sum may not pass this.
+SHARED_ANONYMOUS_LIMIT_BYTES = 256 << 20
+SHARED_ANONYMOUS_NAME = "/dev/zero"
 PIPE_PAGES = 16  # a pipe's buffer, in pages, when it cannot be resized
 MOST_PROCESSES = 4096  # a walk stops here whatever /proc shows: more than any process limit of a worker
 
@@ -143,7 +150,7 @@ class FileLimits:
     devices: frozenset[int]
     folders: tuple[str, ...]
     pipes: int | None
-    maps: bool = True  # read the maps: deleted files mapped, and the mappings' count (MOST_MAPPINGS)
+    maps: bool = True  # read the maps: deleted files mapped, shared memory with no file, the mappings' count
 
 
 def file_limits(disk_bytes: int, file_bytes: int, folders: list[str], maps: bool = True) -> FileLimits:
@@ -166,12 +173,23 @@ def file_limits(disk_bytes: int, file_bytes: int, folders: list[str], maps: bool
                       soft // PIPE_PAGES // 4 if soft else None, maps)
 
 
-def _mappings(folder: str, limits: FileLimits, most_bytes: int) -> tuple[int, set[tuple[int, int]], int]:
-    """How many mappings the process whose /proc folder is `folder` has, the files on the worker's
-    disk it maps after they were deleted, as (st_dev, st_ino) (/proc/PID/maps names each "(deleted)"),
-    and the bytes of maps read; (0, none, 0) where the maps cannot be read. Past `most_bytes` it stops,
-    the bytes read saying so (a maps of 10,000 lines naming a 15 KB path each is 150 MB: seconds of
-    this process's time)."""
+@dataclass
+class Mapped:
+    """What one look at the maps of a worker's processes found."""
+
+    count: int = 0  # mappings
+    deleted: set[tuple[int, int]] = field(default_factory=set)  # (st_dev, st_ino) of deleted files on the disk
+    shared: dict[tuple[int, int], int] = field(default_factory=dict)  # shared memory with no file -> its bytes
+    bytes_read: int = 0
+
+
+def _mappings(folder: str, limits: FileLimits, most_bytes: int, into: Mapped) -> None:
+    """Add to `into` the mappings of the process whose /proc folder is `folder`: their count, the files
+    on the worker's disk it maps after they were deleted, as (st_dev, st_ino) (/proc/PID/maps names each
+    "(deleted)"), its shared memory with no file (`SHARED_ANONYMOUS_NAME`, by object, at the largest
+    offset mapped), and the bytes of maps read; nothing where the maps cannot be read. Past
+    `most_bytes` it stops, the bytes read saying so (a maps of 10,000 lines naming a 15 KB path each
+    is 150 MB: seconds of this process's time)."""
     chunks, size = [], 0
     try:
         with open(f"{folder}/maps", "rb", buffering=0) as handle:
@@ -179,10 +197,11 @@ def _mappings(folder: str, limits: FileLimits, most_bytes: int) -> tuple[int, se
                 chunks.append(chunk)
                 size += len(chunk)
     except OSError:
-        return 0, set(), 0
-    text, found = b"".join(chunks), set()
+        return
+    text = b"".join(chunks)
+    into.count, into.bytes_read = into.count + text.count(b"\n"), into.bytes_read + size
     if size > most_bytes or b" (deleted)" not in text:
-        return text.count(b"\n"), found, size
+        return
     for line in text.decode("utf-8", "replace").splitlines():
         if not line.endswith(" (deleted)"):
             continue
@@ -190,27 +209,31 @@ def _mappings(folder: str, limits: FileLimits, most_bytes: int) -> tuple[int, se
         try:
             major, minor = (int(part, 16) for part in fields[3].split(":"))
             device, inode = os.makedev(major, minor), int(fields[4])
+            start, end = (int(part, 16) for part in fields[0].split("-"))
+            offset = int(fields[2], 16)
         except (IndexError, ValueError):
             continue
-        name = fields[5] if len(fields) > 5 else ""
-        if inode and (device in limits.devices or name.startswith(limits.folders)):
-            found.add((device, inode))
-    return text.count(b"\n"), found, size
+        name = fields[5][:-len(" (deleted)")] if len(fields) > 5 else ""
+        if name == SHARED_ANONYMOUS_NAME and fields[1].endswith("s"):
+            key = (device, inode)
+            into.shared[key] = max(into.shared.get(key, 0), offset + end - start)
+        elif inode and (device in limits.devices or name.startswith(limits.folders)):
+            into.deleted.add((device, inode))
 
 
 def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str | None:
     """Why the processes below this one (or `pids`) must end, else None: the files and folders they
     hold open (or as their working folder) or mapped after deleting them (in no folder, so no count
     of the folders sees them, yet on a disk) take more than the disk quota together, they hold more
-    pipes than `limits.pipes`, more open files of /proc than MOST_PROC_FILES, or more mappings than
-    MOST_MAPPINGS (kernel memory that no limit but a memory group counts), or their maps are longer
-    than MOST_MAPS_BYTES (the look's own time).
+    pipes than `limits.pipes`, more open files of /proc than MOST_PROC_FILES, more shared memory with no
+    file than SHARED_ANONYMOUS_LIMIT_BYTES or more mappings than MOST_MAPPINGS (memory no limit but a
+    memory group counts), or their maps are longer than MOST_MAPS_BYTES (the look's own time).
 
     A file open is measured (its blocks, through the descriptor); a file mapped alone counts at the
     file-size limit. A process whose descriptors or maps are closed to this one is passed over: an
     honest one can be (a daemon that ran /bin/sleep was, in the grader), and treating it as hiding
     failed honest code; the filter refuses making a process not dumpable, which would close them."""
-    held, seen, pipes, mapped, mappings, maps_bytes, proc_files = 0, set(), set(), set(), 0, 0, 0
+    held, seen, pipes, proc_files, maps = 0, set(), set(), 0, Mapped()
     proc = os.stat("/proc/self").st_dev
     for pid in descendants() if pids is None else pids:
         folder = _living(pid)[0]
@@ -232,14 +255,13 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
                 seen.add(key)  # a folder removed while open or the working folder keeps its blocks too
                 held += info.st_blocks * 512
         if limits.maps:
-            count, deleted, size = _mappings(folder, limits, MOST_MAPS_BYTES - maps_bytes)
-            mappings, mapped, maps_bytes = mappings + count, mapped | deleted, maps_bytes + size
-            if maps_bytes > MOST_MAPS_BYTES:
+            _mappings(folder, limits, MOST_MAPS_BYTES - maps.bytes_read, maps)
+            if maps.bytes_read > MOST_MAPS_BYTES:
                 return (f"was stopped by the grader: your code's processes' lists of their memory mappings "
                         f"(/proc/PID/maps) took more than {MOST_MAPS_BYTES >> 20} MiB to read (a process that has "
                         f"imported torch lists about 0.1 MiB; a very long file path, mapped many times, makes them "
                         f"long)")
-    mapped -= seen
+    mapped = maps.deleted - seen
     held += len(mapped) * limits.file_bytes
     if held > limits.disk_bytes:
         also = f" ({len(mapped)} of them mapped with no descriptor open, each counted at the file-size limit of " \
@@ -254,8 +276,14 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
         return (f"was stopped by the grader: your code's processes held {proc_files} files of /proc open at once, "
                 f"past the {MOST_PROC_FILES} a grade allows (each keeps a kernel buffer as long as the longest line "
                 f"read from it, which no limit counts)")
-    if mappings > MOST_MAPPINGS:
-        return (f"was stopped by the grader: your code's processes held {mappings:,} memory mappings, past the "
+    shared = sum(maps.shared.values())
+    if shared > SHARED_ANONYMOUS_LIMIT_BYTES:
+        return (f"was stopped by the grader: your code's processes held {shared / 2**20:.0f} MiB of shared memory "
+                f"with no file (a MAP_SHARED mapping of anonymous memory or of /dev/zero), past the "
+                f"{SHARED_ANONYMOUS_LIMIT_BYTES >> 20} MiB a grade allows: the kernel counts it in no process's "
+                f"memory, so the grader counts each such mapping at its whole size")
+    if maps.count > MOST_MAPPINGS:
+        return (f"was stopped by the grader: your code's processes held {maps.count:,} memory mappings, past the "
                 f"{MOST_MAPPINGS:,} a grade allows (each is kernel memory no limit counts; a process that has imported "
                 f"torch holds about a thousand)")
     return None

@@ -193,7 +193,9 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unsee
                   "proc-buffers-of-long-map-names": [()], "maps-of-long-names-blind-the-watch": [()],
                   "files-held-by-leaderless-processes": [()], "folders-removed-while-open": [()],
                   "pipes-held-between-the-looks": [()],
-                  "autogroups-maps-and-cgroups-of-other-processes": [(), ("namespaces",)]}
+                  "autogroups-maps-and-cgroups-of-other-processes": [(), ("namespaces",)],
+                  "timer-rewrites-the-scripted-matmuls": [()],
+                  "shared-anonymous-memory-outside-every-rss": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 

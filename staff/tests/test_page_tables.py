@@ -272,3 +272,58 @@ def test_the_open_files_are_looked_at_when_no_process_below_can_tell():
         assert 0.06 <= share <= 0.14, (f"{share:.3f} of the watches {watches} after a look looked at the files; "
                                        "one in 10 on average, at random, is meant")
     assert all(process_tree.file_look_due(process_tree.FILE_LOOKS_AT_MOST) for _ in range(100))
+
+
+_SHARED = r"""
+import json, mmap, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import process_tree
+
+MIB = 1 << 20
+reader, writer = os.pipe()
+child = os.fork()
+if child == 0:
+    kept = []
+    for how in sys.argv[2].split(","):
+        if how == "anonymous":  # written, then dropped from the page tables: in the object, in no RSS
+            mapping = mmap.mmap(-1, 160 * MIB, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+            mapping[::4096] = b"\x01" * (160 * MIB // 4096)
+            mapping.madvise(mmap.MADV_DONTNEED)
+        elif how == "zero":  # the same object, by a writable shared mapping of /dev/zero (a read-only one holds
+            with open("/dev/zero", "r+b") as handle:  # no page on Linux 6.18: reading maps the zero page)
+                mapping = mmap.mmap(handle.fileno(), 160 * MIB, flags=mmap.MAP_SHARED)
+        elif how == "private":  # ordinary memory: RSS counts it
+            mapping = mmap.mmap(-1, 400 * MIB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        kept.append(mapping)
+    if os.fork() == 0:  # a child shares its parent's mappings: one object, counted once
+        time.sleep(60)
+        os._exit(0)
+    os.write(writer, b"x")
+    time.sleep(60)
+    os._exit(0)
+os.read(reader, 1)
+time.sleep(0.2)
+limits = process_tree.FileLimits(1 << 30, 8 << 20, frozenset(), ("/elsewhere/",), None)
+print(json.dumps(process_tree.files_past_limits(limits, process_tree.descendants())))
+for pid in process_tree.descendants():
+    os.kill(pid, 9)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/PID/maps as Linux has them")
+@pytest.mark.parametrize("held, stopped", [("anonymous,zero", True), ("anonymous", False), ("private", False)])
+def test_shared_memory_with_no_file_counts_at_its_whole_size(held, stopped):
+    # Mistakes caught: shared anonymous memory not counted (160 + 160 MiB written and dropped from the page
+    # tables with MADV_DONTNEED: in no RSS, and as an ordinary user in no memory group either; the red-team
+    # case shared-anonymous-memory-outside-every-rss held 768 MiB so and kept full marks); a shared mapping
+    # of /dev/zero missed (the same shmem object); an object counted once per process that maps it (the
+    # forked child's copy: 160 MiB alone would read as 320, past the 256 MiB); private memory counted
+    # (RSS counts it).
+    done = subprocess.run([sys.executable, "-I", "-c", _SHARED, str(SANDBOX), held], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    why = json.loads(done.stdout.strip().splitlines()[-1])
+    if stopped:
+        assert why is not None and "320 MiB of shared memory with no file" in why, why
+    else:
+        assert why is None, why

@@ -1,0 +1,163 @@
+"""What marks a grade for a person's review (staff/intake/review_marks.py): every way code can reach the
+instruments inside the worker is marked, honest code never is, and the mark reaches the results, the
+summary, grades.csv and summary.md."""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+
+import pytest
+
+from staff import samples
+from staff.course.batch import grade_one
+from staff.course.folder import Submission
+from staff.course.gradebook import write_gradebook
+from staff.grading.grade import Grade
+from staff.intake.review_marks import MOST_BYTES, MOST_MARKS, find, marks_in
+from staff.validate.variants import WHEAT, build, load_variants
+from tests.grading import PASSED, GradedTest
+
+# Each reaches, or could reach, an instrument in the worker's process: a private torch module or name, a
+# frame, the objects a function closes over, a name computed at run time, foreign or rebuilt code.
+REACHING = {
+    "private module imported": "import torch._C\n",
+    "private module, from": "from torch.utils._python_dispatch import _get_current_dispatch_mode_stack\n",
+    "private name, from": "from torch._C import _DisableTorchDispatch\n",
+    "private name, aliased module": "import torch as t\nwith t._C.DisableTorchFunction():\n    pass\n",
+    "private name, aliased import": "from torch import _C as c\n",
+    "operator table": "import torch\ny = torch.ops.aten.as_strided.default(x, (2,), (1,))\n",
+    "operator table, from": "from torch import ops\n",
+    "function modes": "from torch.overrides import TorchFunctionMode\n",
+    "kernel registry": "import torch.library\n",
+    "a frame": "import sys\nseen = sys._getframe(1).f_locals\n",
+    "a frame, from a traceback": "try:\n    raise ValueError\nexcept ValueError as e:\n"
+                                 "    f = e.__traceback__.tb_frame.f_back\n",
+    "every object": "import gc\nfor o in gc.get_objects():\n    pass\n",
+    "every object, from": "from gc import get_referrers\n",
+    "closures": "cell = f.__closure__[0].cell_contents\n",
+    "globals of a function": "g = f.__globals__\n",
+    "foreign code": "import ctypes\n",
+    "code from text": "exec(text)\n",
+    "expression from text": "v = eval(text)\n",
+    "import by name": "m = __import__(name)\n",
+    "importlib": "import importlib\nm = importlib.import_module(name)\n",
+    "attribute by a computed name": "import torch\nc = getattr(torch, name)\n",
+    "private attribute by text": "import torch\nc = getattr(torch, '_C')\n",
+    "module dict": "import torch\nc = torch.__dict__['_C']\n",
+    "vars": "import torch\nc = vars(torch)['_C']\n",
+    "attrgetter": "import operator\nimport torch\nc = operator.attrgetter(name)(torch)\n",
+    "attrgetter, from": "from operator import attrgetter\n",
+    "format field": "import string\nc = string.Formatter().get_field('0._C', [torch], {})\n",
+    "getattribute": "c = object.__getattribute__(torch, name)\n",
+    "a tensor subclass in the dispatch": "class T:\n    def __torch_dispatch__(cls, func, types, args, kwargs):\n"
+                                         "        pass\n",
+    "pickle's loads": "import pickle\no = pickle.loads(data)\n",
+    "checkpoint with pickle's powers": "import torch\no = torch.load(path, weights_only=False)\n",
+    "checkpoint with a computed flag": "import torch\no = torch.load(path, weights_only=flag)\n",
+    "array file with pickle's powers": "import numpy as np\no = np.load(path, allow_pickle=True)\n",
+    "the module table": "import sys\ninstrument = sys.modules['adapters._instrument']\n",
+    "the grader's instruments": "import adapters._instrument\n",
+    "functions from code": "import types\nf = types.FunctionType(code, {})\n",
+    "builtins module": "import builtins\n",
+    "builtins by name": "g = __builtins__['getattr']\n",
+    "fullwidth letters": "import torch\ny = torch.\uff4f\uff50\uff53.aten\n",  # NFKC: the parser reads `ops`
+}
+
+
+@pytest.mark.parametrize("source", REACHING.values(), ids=REACHING.keys())
+def test_each_way_to_reach_past_the_instruments_is_marked(source):
+    # Mistakes: a scan of written-out names only (a getattr with a computed name, vars(), a module's
+    # __dict__, attrgetter hide any of them); an alias or a `from` import unfollowed.
+    marks = marks_in(source, "strides.py")
+    assert marks, f"not marked:\n{source}"
+    assert all(m.file == "strides.py" and m.line >= 1 for m in marks)
+
+
+def test_a_file_in_another_encoding_is_read_as_python_reads_it():
+    # Mistake: the file read as UTF-8 text: in UTF-7 `+AF8-C` is `_C` to Python's importer and `+AF8-C` to
+    # a scan that decoded it otherwise.
+    source = b"# -*- coding: utf-7 -*-\nimport torch\nc = torch.+AF8-C\n"
+    assert marks_in(source, "strides.py"), "a private name written in UTF-7 was not seen"
+
+
+HONEST = {
+    "own private helpers": "from ._helpers import _scale\nfrom cs336_basics import _shared\n"
+                           "class A:\n    def f(self):\n        return self._cache, A._count\n",
+    "torch's multi-tensor updates": "import torch\ntorch._foreach_mul_(params, 0.5)\n",
+    "a model's modules and mode": "for m in model.modules():\n    m.eval()\nmodel = torch.compile(model)\n",
+    "the collector run": "import gc\ngc.collect()\n",
+    "regular expressions": "import re\npattern = re.compile('x')\n",
+    "written-out public attributes": "f = getattr(torch, 'float32')\nhasattr(x, 'shape')\n",
+    "safe loads": "import torch\nimport numpy as np\ntorch.load(p, weights_only=True)\n"
+                  "np.load(p, allow_pickle=False)\n",
+    "a namespace": "from types import SimpleNamespace\n",
+    "an instance's own dict": "class A:\n    def f(self):\n        return self.__dict__\n",
+}
+
+
+@pytest.mark.parametrize("source", HONEST.values(), ids=HONEST.keys())
+def test_honest_constructs_are_not_marked(source):
+    # Mistake: a scan too broad (every underscore, gc.collect(), model.eval(), torch.compile) sends the
+    # whole class to review, and the mark then says nothing.
+    assert marks_in(source, "optimizer.py") == []
+
+
+def test_the_reference_the_stubs_and_every_right_implementation_are_not_marked(tmp_path):
+    # Mistake as above, on what students really write: the validate corpus's right implementations
+    # (different algorithms, aliases, layer forms, `out=` overloads) and the reference.
+    found = {"reference": find(samples.reference(tmp_path / "reference")),
+             "stubs": find(samples.stubs(tmp_path / "stubs"))}
+    for number, variant in enumerate(v for v in load_variants() if v.kind == WHEAT):
+        built = build(variant, tmp_path / f"v{number}")
+        found[variant.key] = find(built if built.name == "cs336_basics" else built / "cs336_basics")
+    marked = {key: marks for key, marks in found.items() if marks}
+    assert len(found) > 20 and not marked, f"honest code marked for review: {marked}"
+
+
+def test_code_too_large_or_too_deep_is_marked_without_costing_the_grader(tmp_path):
+    # Mistakes: a scan that parses any size (a 100 MB file) or recurses with the code's nesting (the
+    # grader's process dies of a RecursionError, or for the C stack).
+    package = tmp_path / "cs336_basics"
+    package.mkdir()
+    (package / "big.py").write_bytes(b"x = 1\n" * (MOST_BYTES // 6 + 1))
+    (package / "deep.py").write_text("x = " + "-" * 200_000 + "1\n")
+    (package / "chain.py").write_text("x = " + " + ".join(["1"] * 100_000) + "\n")
+    started = time.monotonic()
+    marks = find(package)
+    assert time.monotonic() - started < 60
+    assert {m.file for m in marks} >= {"big.py"}
+    assert all(m.what for m in marks)
+
+
+def test_marks_are_bounded_in_number_and_size(tmp_path):
+    # Mistake: every mark kept, each name as long as the student wrote it: results.json and the summary
+    # then grow with the code.
+    package = tmp_path / "cs336_basics"
+    package.mkdir()
+    long = "_" + "x" * 5000
+    (package / "many.py").write_text("import torch\n" + "".join(f"torch.{long}{i}\n" for i in range(100)))
+    marks = find(package)
+    assert len(marks) == MOST_MARKS and "more" in marks[-1].what
+    assert all(len(str(value)) <= 200 for mark in marks for value in mark.as_data().values())
+
+
+def test_a_marked_grade_says_so_in_its_results_and_the_gradebook(tmp_path):
+    # Mistake: the mark kept in the Grade only: the staff read grades.csv and summary.md, the student the
+    # results' summary.
+    marks = [{"file": "backward.py", "line": 9, "what": "_getframe (frames)"}]
+
+    def grader(path: Path) -> Grade:
+        test = GradedTest(nodeid="tests/x.py::t", name="t", number="5.1", problem=5, points=1.0, needs_cuda=False,
+                          hidden=False, status=PASSED)
+        return Grade(tests=[test], output="summary", seconds=1.0, review=marks)
+
+    submission = Submission(key="ada", path=tmp_path, student_id="1", name="Ada", email="a@b.c")
+    grade_one(submission, tmp_path / "out" / "ada", grader)
+    lines, _ = write_gradebook([submission], tmp_path / "out")
+    with (tmp_path / "out" / "grades.csv").open(encoding="utf-8") as handle:
+        row = next(csv.DictReader(handle))
+    assert row["review"] == "backward.py:9 _getframe (frames)" and row["total"] == "1"
+    assert any("marked for review" in line for line in lines)
+    assert "backward.py:9" in (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
