@@ -240,16 +240,27 @@ def import_torch(threads: int, compiler: bool = True) -> None:
     """What the zygote imports before it says hello, once for every child: numpy, torch and the
     adapters, never student code, and with `compiler` torch._dynamo (a torch optimizer's first step
     imports it, 1-2 s of CPU: once here rather than in a test's time, where the problems graded train).
-    Its address space, all imported, is what settings.MEMORY_FLOOR_GIB is measured by."""
-    import numpy  # noqa: F401
-    import torch
+    Its address space, all imported, is what settings.MEMORY_FLOOR_GIB is measured by.
 
-    if compiler:
-        import torch._dynamo  # noqa: F401
+    The collector is off while it imports (every collection would walk torch's objects again) and
+    what it imported is frozen after: a child's collections then never walk those objects, whose
+    headers they would write, copying every page of them from the zygote."""
+    import gc
 
-    torch.set_num_threads(threads)
-    torch.set_num_interop_threads(threads)  # else as many as the machine's cores, past the process limit
-    from adapters import _codec, _durability, _instrument  # noqa: F401 - imported once here, not in a test's time
+    gc.disable()
+    try:
+        import numpy  # noqa: F401
+        import torch
+
+        if compiler:
+            import torch._dynamo  # noqa: F401
+
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(threads)  # else as many as the machine's cores, past the process limit
+        from adapters import _codec, _durability, _instrument  # noqa: F401 - imported once here, not in a test
+    finally:
+        gc.enable()
+    gc.freeze()
 
 
 def zygote(config: dict, status: dict[str, str]) -> None:
