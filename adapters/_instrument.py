@@ -118,6 +118,28 @@ class ForbiddenCalls:
         self.stack.close()
 
 
+class ForbiddenOps(TorchDispatchMode):
+    """Inside the block, any aten operator of `packets` (every overload) that reaches the dispatcher
+    records its name and raises RuntimeError(`message`), however the code named it: a function bound
+    before `ForbiddenCalls` patched its name (`from torch import as_strided`), `torch.ops.aten`, a
+    variant such as `as_strided_copy`. `calls` lists the operators, in order."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # nothing here is compiled; skipping would import torch._dynamo (seconds) on first use
+
+    def __init__(self, packets: frozenset, message: str) -> None:
+        super().__init__()
+        self.packets, self.message, self.calls = packets, message, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket in self.packets:
+            label = f"aten.{func.overloadpacket.__name__}"
+            self.calls.append(label)
+            raise RuntimeError(f"{label} was called: {self.message}")
+        return func(*args, **(kwargs or {}))
+
+
 class HostToDeviceCopies(TorchDispatchMode):
     """Records each copy from CPU to a CUDA device as (source was pinned, non_blocking was set)."""
 

@@ -10,7 +10,7 @@ import torch
 from jaxtyping import Shaped
 
 from adapters._convert import to_index
-from adapters._instrument import ForbiddenCalls, same_bits
+from adapters._instrument import ForbiddenCalls, ForbiddenOps, same_bits
 from adapters._returns import exact_bool, exact_int
 from adapters._route import routed
 
@@ -88,6 +88,9 @@ def run_can_view(shape: list[int], strides: list[int], new_shape: list[int]) -> 
 # Functions that build a strided view for the caller: materialize must do the indexing itself.
 STRIDED_VIEW_MAKERS = [(torch, "as_strided"), (torch.Tensor, "as_strided"), (torch.Tensor, "as_strided_"),
                        (torch.Tensor, "set_"), (np.lib.stride_tricks, "as_strided")]
+# The same, as the dispatcher sees them however they were named (and the copying variants).
+STRIDED_VIEW_OPS = frozenset(getattr(torch.ops.aten, name) for name in (
+    "as_strided", "as_strided_", "as_strided_copy", "as_strided_scatter", "set_") if hasattr(torch.ops.aten, name))
 
 
 @routed
@@ -102,7 +105,8 @@ def run_materialize(
     from cs336_basics import strides as mod
 
     before = storage.clone()
-    with ForbiddenCalls(STRIDED_VIEW_MAKERS, "materialize must compute storage indices itself") as forbidden:
+    message = "materialize must compute storage indices itself"
+    with ForbiddenCalls(STRIDED_VIEW_MAKERS, message) as forbidden, ForbiddenOps(STRIDED_VIEW_OPS, message) as ops:
         result = mod.materialize(storage, tuple(shape), tuple(strides), offset)
     reaches = False
     if isinstance(result, torch.Tensor) and result.numel() > 0:
@@ -110,4 +114,4 @@ def run_materialize(
         result.zero_()
         reaches = not same_bits(storage, before)
         result = kept
-    return {"result": result, "forbidden": forbidden.calls, "writes_reach_storage": reaches}
+    return {"result": result, "forbidden": forbidden.calls + ops.calls, "writes_reach_storage": reaches}

@@ -12,8 +12,8 @@ a name written out, or a dynamic construct that could hide one. A grade whose co
 with where and what (`find`); its points stand, and a person decides. Honest code written as the
 handout asks has none (the reference, every variant `staff validate` grades: a test checks).
 
-Reads each file once, bounded (`MOST_BYTES`); a file the parser cannot take (too deep, too large) is
-a mark itself. Syntax errors are not: that code fails to import and earns nothing anyway.
+Reads each file once, bounded (`MOST_BYTES`); a file the parser cannot take (too deep, too large, a
+syntax error, a codec the code registers at run time) is a mark itself.
 """
 
 from __future__ import annotations
@@ -24,40 +24,54 @@ from pathlib import Path
 
 from adapters._text import shown_text
 from staff.intake.submission import PACKAGE
+from staff.sandbox.layout import WORKER_FILES
 
 MOST_BYTES = 1 << 20  # a file larger than this is not parsed: marked instead
 MOST_MARKS = 20  # kept per grade; a count says how many more
 MOST_CHARS = 200  # of a file's name or a mark's words, as kept
 OWN = PACKAGE  # the student's package: its own private names are its own business
 
-# Modules whose import alone reaches past the instruments (or runs foreign code).
+# Modules whose import alone reaches past the instruments, runs foreign code or resolves names from text.
 MODULES = {
     "ctypes": "foreign code through ctypes", "cffi": "foreign code through cffi",
+    "numpy.ctypeslib": "foreign code through numpy.ctypeslib",
     "gc": None,  # get_objects and its kin only (ATTRIBUTES): gc.collect() is honest
     "inspect": "frames and objects through inspect",
     "importlib": "importing modules by a computed name (importlib)", "builtins": "the builtins module",
+    "pkgutil": "objects resolved from text (pkgutil)", "pydoc": "objects resolved from text (pydoc)",
+    "runpy": "code run from a file or a name (runpy)", "zipimport": "code imported from an archive (zipimport)",
+    "site": "folders added to the import path (site)", "code": "an interpreter run from text (code)",
+    "codeop": "code compiled from text (codeop)", "unittest.mock": "objects replaced by a name in text (mock)",
+    "mock": "objects replaced by a name in text (mock)", "shelve": "objects built by name from bytes (shelve)",
     "marshal": "code objects from bytes (marshal)", "types": None,  # see TYPES
     "torch.library": "kernels registered for torch's operators (torch.library)",
     "torch.overrides": "torch's function-mode machinery (torch.overrides)", "torch.ops": "torch's operator table",
     "operator": None,  # attrgetter and methodcaller only: see CALLS
     "pickle": None, "dill": None, "cloudpickle": None,  # their loads only: see PICKLE_LOADS
 }
-# Attributes, on any object, that lead to frames, the objects a function closes over, or the type system.
+# The grader's own code in the worker: the adapters (whose globals the tests' checks read when they run) and
+# the worker's modules. Honest code imports none of it.
+GRADER_MODULES = frozenset({"adapters", "tests", "staff", *(name.removesuffix(".py") for name in WORKER_FILES)})
+# Attributes, on any object, that lead to frames, the objects a function closes over, the type system, or
+# torch's dispatch machinery (by names no honest code of these problems writes).
 ATTRIBUTES = {
     "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next", "gi_frame",
     "cr_frame", "ag_frame", "gi_code", "__closure__", "__globals__", "__code__", "__builtins__", "__subclasses__",
     "__getattribute__", "__mro__", "__bases__", "__base__", "__self__", "__func__", "__wrapped__", "cell_contents",
     "__kwdefaults__", "__defaults__", "__reduce__", "__reduce_ex__", "_getframe", "_current_frames", "settrace",
-    "setprofile", "addaudithook", "get_objects", "get_referrers", "get_referents", "get_field", "modules",
-    "__getattr__", "__setattr__", "__delattr__", "__torch_function__", "__torch_dispatch__",
+    "setprofile", "settrace_all_threads", "setprofile_all_threads", "addaudithook", "get_objects", "get_referrers",
+    "get_referents", "get_field", "walk_stack", "walk_tb", "__getattr__", "__setattr__", "__delattr__",
+    "__torch_function__", "__torch_dispatch__", "attrgetter", "methodcaller",
+    "aten", "_C", "_ops", "_python_dispatch", "_DisableTorchDispatch", "_DisableTorchFunction", "DisableTorchFunction",
+    "DisableTorchFunctionSubclass", "_get_current_dispatch_mode_stack", "_get_current_dispatch_mode", "_pop_mode",
+    "_push_mode", "_pop_mode_temporarily", "handle_torch_function", "_instrument",
 }
-# A module's attributes as a dict (its private ones by a string key): `self.__dict__` is honest.
-ON_MODULES = {"__dict__"}
+# Attributes of sys only: `self.modules`, a model's `.modules()` and `Path.path` are honest.
+SYS_ATTRIBUTES = {"modules", "path", "meta_path", "path_hooks", "path_importer_cache", "monitoring"}
 # Hooks a class of the student's can define that put its code inside torch's dispatch, before the grader's modes.
 HOOKS = {"__torch_function__", "__torch_dispatch__"}
 TYPES = {"FunctionType", "LambdaType", "CodeType", "CellType", "FrameType", "TracebackType", "MethodType"}
-ATTRIBUTE_ROOTS_ANY = {"modules"}  # `sys.modules` only: `self.modules` or a model's `.modules()` is honest
-# Calls that run or reach code by a name computed at run time.
+# Calls that run or reach code by a name computed at run time: marked called, and passed as values too.
 CALLS = {"exec": "code run from text (exec)", "eval": "code run from text (eval)",
          "compile": "code compiled from text", "__import__": "importing a module by a computed name",
          "globals": "the module's globals as a dict", "locals": "a frame's locals as a dict",
@@ -67,6 +81,8 @@ NAMED_BY_TEXT = {"getattr", "setattr", "delattr", "hasattr"}  # honest with a wr
 PICKLE_LOADS = {"load", "loads", "Unpickler"}
 # Private torch names honest code uses: torch's multi-tensor updates, which the handout's AdaGrad may use.
 PRIVATE_ALLOWED_PREFIXES = ("_foreach_",)
+COMPILED = (".so", ".pyd", ".dll", ".dylib")  # the intake leaves out .pyc files and __pycache__ already
+OWN_OBJECTS = {"self", "cls"}  # a method's own object: its attributes and its __dict__ are the student's
 
 
 @dataclass(frozen=True)
@@ -104,7 +120,8 @@ def _dotted(node: ast.AST) -> list[str] | None:
 class _Look(ast.NodeVisitor):
     def __init__(self, file: str) -> None:
         self.file, self.marks = file, []
-        self.aliases: dict[str, str] = {}  # a name bound by an import of another package -> the module path
+        self.aliases: dict[str, str] = {}  # a name bound to another package's module or object -> its path
+        self.called: set[int] = set()  # the Name nodes called where they stand (`eval(...)`, not `e = eval`)
 
     def mark(self, node: ast.AST, what: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -113,6 +130,8 @@ class _Look(ast.NodeVisitor):
 
     def _module(self, node: ast.AST, module: str) -> None:
         parts = module.split(".")
+        if parts[0] in GRADER_MODULES:
+            self.mark(node, f"the grader's own code ({module})")
         if any(_private(part) for part in parts):
             self.mark(node, f"a private module ({module})")
         for length in range(len(parts), 0, -1):
@@ -140,7 +159,7 @@ class _Look(ast.NodeVisitor):
             full = f"{node.module}.{alias.name}"
             if alias.name == "*":
                 continue
-            if _private(alias.name) or alias.name in ATTRIBUTES - ATTRIBUTE_ROOTS_ANY:
+            if _private(alias.name) or alias.name in ATTRIBUTES or (top == "sys" and alias.name in SYS_ATTRIBUTES):
                 self.mark(node, f"a private name ({full})")
             elif top in ("pickle", "dill", "cloudpickle") and alias.name in PICKLE_LOADS:
                 self.mark(node, f"objects built by name from bytes ({full})")
@@ -152,17 +171,31 @@ class _Look(ast.NodeVisitor):
                 self._module(node, full)
             self.aliases[alias.asname or alias.name] = full
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # `T = torch` or `U = torch.utils`: the names stand for what they were given.
+        chain = _dotted(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
+        if chain and chain[0] in self.aliases:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.aliases[target.id] = ".".join([self.aliases[chain[0]], *chain[1:]])
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id in HOOKS:
+                self.mark(node, f"a class hooked into torch's dispatch ({target.id})")
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         chain = _dotted(node)
         root = self.aliases.get(chain[0]) if chain else None
-        if node.attr in ATTRIBUTES and (node.attr not in ATTRIBUTE_ROOTS_ANY or (root or "").split(".")[0] == "sys"):
-            self.mark(node, f"{node.attr} (frames, closures or the objects behind the grader's checks)")
+        top = (root or "").split(".")[0]
+        if node.attr in ATTRIBUTES or (top == "sys" and node.attr in SYS_ATTRIBUTES):
+            self.mark(node, f"{node.attr} (frames, closures, torch's dispatch or the objects behind the grader's "
+                            f"checks)")
+        elif node.attr == "__dict__" and not (chain and len(chain) == 2 and chain[0] in OWN_OBJECTS):
+            self.mark(node, "an object's attributes as a dict (__dict__)")
         elif chain and root is not None:
-            full, top = ".".join([root, *chain[1:]]), root.split(".")[0]
+            full = ".".join([root, *chain[1:]])
             if _private(node.attr):
                 self.mark(node, f"a private name ({full})")
-            elif node.attr in ON_MODULES:
-                self.mark(node, f"a module's attributes as a dict ({full})")
             elif full in MODULES and MODULES[full]:
                 self.mark(node, MODULES[full])
             elif top in ("pickle", "dill", "cloudpickle") and node.attr in PICKLE_LOADS:
@@ -179,18 +212,24 @@ class _Look(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name):
+            self.called.add(id(node.func))
         name = node.func.id if isinstance(node.func, ast.Name) else \
             node.func.attr if isinstance(node.func, ast.Attribute) else None
-        if name in CALLS and (isinstance(node.func, ast.Name) or name in ("attrgetter", "methodcaller")):
+        if name in CALLS and isinstance(node.func, ast.Name):
             self.mark(node, CALLS[name])
         elif name in NAMED_BY_TEXT and isinstance(node.func, ast.Name) and len(node.args) >= 2:
             text = node.args[1]
             if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
-                self.mark(node, f"an attribute named at run time ({name})")
+                if name != "hasattr":  # a bool reaches nothing
+                    self.mark(node, f"an attribute named at run time ({name})")
             elif _private(text.value) or text.value in ATTRIBUTES:
                 self.mark(node, f"a private name ({name} {text.value!r})")
         for keyword in node.keywords:
-            if keyword.arg == "weights_only" and not (isinstance(keyword.value, ast.Constant) and keyword.value.value):
+            if keyword.arg is None and name in PICKLE_LOADS:  # `load(p, **options)`: any of them, unseen
+                self.mark(node, "a load given options by a dict (weights_only or allow_pickle unseen)")
+            elif keyword.arg == "weights_only" and not (isinstance(keyword.value, ast.Constant)
+                                                        and keyword.value.value):
                 self.mark(node, "a checkpoint loaded with pickle's full powers (weights_only not True)")
             elif keyword.arg == "allow_pickle" and not (isinstance(keyword.value, ast.Constant)
                                                         and keyword.value.value is False):
@@ -200,6 +239,13 @@ class _Look(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
             self.mark(node, "the builtins (__builtins__)")
+        elif isinstance(node.ctx, ast.Load) and id(node) not in self.called and \
+                (node.id in CALLS or node.id in NAMED_BY_TEXT - {"hasattr"}):
+            self.mark(node, f"{node.id} passed as a value (called where it stands, it would be read)")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value in HOOKS:  # type("T", bases, {"__torch_dispatch__": ...})
+            self.mark(node, f"a class hooked into torch's dispatch ({node.value})")
 
 
 def marks_in(source: bytes | str, file: str) -> list[Mark]:
@@ -207,9 +253,12 @@ def marks_in(source: bytes | str, file: str) -> list[Mark]:
     file it imports, by its coding line (a file in UTF-7 reads `+AF8-C` as `_C`)."""
     try:
         tree = ast.parse(source, filename=file)
-    except SyntaxError:
-        return []  # it will not import: no point it earns needs a person
-    except (RecursionError, MemoryError, ValueError):
+    except (SyntaxError, ValueError, UnicodeError, LookupError) as error:
+        # Python's importer fails on it too, unless the code first registers a codec the file names (or
+        # reads it as text and runs it some other way): a person reads it.
+        return [Mark(file, getattr(error, "lineno", 0) or 0, f"a file the grader cannot read as Python "
+                                                              f"({type(error).__name__}: {error})")]
+    except (RecursionError, MemoryError):
         return [Mark(file, 0, "code nested too deeply for the grader to read")]
     look = _Look(file)
     try:
@@ -223,6 +272,10 @@ def find(package: Path) -> list[Mark]:
     """Every mark in the `.py` files below `package` (a submission's laid-out package), in file and
     line order; at most MOST_MARKS (the last then says how many were left out)."""
     marks: list[Mark] = []
+    for path in sorted(package.rglob("*")):  # an extension module imports as a .py does, and runs C
+        if path.is_file() and (path.name.endswith(COMPILED) or ".so." in path.name):
+            marks.append(Mark(path.relative_to(package).as_posix(), 0, "compiled code (an extension module or "
+                                                                       "library) in the upload"))
     for path in sorted(package.rglob("*.py")):
         if not path.is_file() or path.is_symlink():
             continue

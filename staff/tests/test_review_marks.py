@@ -62,6 +62,29 @@ REACHING = {
     "functions from code": "import types\nf = types.FunctionType(code, {})\n",
     "builtins module": "import builtins\n",
     "builtins by name": "g = __builtins__['getattr']\n",
+    "the adapters' globals": "import adapters.strides\nadapters.strides.STRIDED_VIEW_MAKERS.clear()\n",
+    "the adapters, from": "from adapters import flops\nflops.ScriptedMatmuls = object\n",
+    "the worker's modules": "import frames\n",
+    "a path resolved from text": "import pkgutil\nf = pkgutil.resolve_name('torch.utils:x')\n",
+    "an object located from text": "import pydoc\nc = pydoc.locate(name)\n",
+    "a file run as code": "import runpy\nrunpy.run_path('notes.txt')\n",
+    "a name patched from text": "from unittest import mock\nmock.patch('adapters.strides.same_bits').start()\n",
+    "the module table, from": "from sys import modules\nm = modules['gc']\n",
+    "the import path": "import sys\nsys.path.insert(0, '.')\n",
+    "a module bound to a plain name": "import torch\nT = torch\nwith T._C.DisableTorchFunction():\n    pass\n",
+    "a private name on a parameter": "def f(m):\n    return m._C\n",
+    "a dict of a parameter": "g = (lambda m: m.__dict__)(torch)\n",
+    "a type's dict": "s = type.__dict__['__subclasses__'](object)\n",
+    "getattr as a value": "import functools\nimport torch\nf = functools.reduce(getattr, names, torch)\n",
+    "eval as a value": "e = eval\n",
+    "attrgetter as a value": "import operator\nget = operator.attrgetter\n",
+    "a hook assigned in a class": "class T:\n    __torch_function__ = classmethod(f)\n",
+    "a hook named in a type() call": "T = type('T', (object,), {'__torch_dispatch__': f})\n",
+    "load options by a dict": "import torch\no = torch.load(p, **options)\n",
+    "frames from the traceback module": "import traceback\nfor frame, line in traceback.walk_stack(None):\n"
+                                        "    pass\n",
+    "a codec the code registers": b"# coding: notes_rot13\nimport torch\n",
+    "a syntax error": "def f(:\n",
     "fullwidth letters": "import torch\ny = torch.\uff4f\uff50\uff53.aten\n",  # NFKC: the parser reads `ops`
 }
 
@@ -72,7 +95,7 @@ def test_each_way_to_reach_past_the_instruments_is_marked(source):
     # __dict__, attrgetter hide any of them); an alias or a `from` import unfollowed.
     marks = marks_in(source, "strides.py")
     assert marks, f"not marked:\n{source}"
-    assert all(m.file == "strides.py" and m.line >= 1 for m in marks)
+    assert all(m.file == "strides.py" and m.line >= 0 for m in marks)  # 0: the whole file
 
 
 def test_a_file_in_another_encoding_is_read_as_python_reads_it():
@@ -90,6 +113,7 @@ HONEST = {
     "the collector run": "import gc\ngc.collect()\n",
     "regular expressions": "import re\npattern = re.compile('x')\n",
     "written-out public attributes": "f = getattr(torch, 'float32')\nhasattr(x, 'shape')\n",
+    "a question by a computed name": "if hasattr(torch, name):\n    pass\n",
     "safe loads": "import torch\nimport numpy as np\ntorch.load(p, weights_only=True)\n"
                   "np.load(p, allow_pickle=False)\n",
     "a namespace": "from types import SimpleNamespace\n",
@@ -129,6 +153,16 @@ def test_code_too_large_or_too_deep_is_marked_without_costing_the_grader(tmp_pat
     assert time.monotonic() - started < 60
     assert {m.file for m in marks} >= {"big.py"}
     assert all(m.what for m in marks)
+
+
+def test_compiled_code_in_the_upload_is_marked(tmp_path):
+    # Mistake: only the .py files read: an extension module in the package imports as a module does
+    # (`from . import fast`) and runs C, which reaches anything in the process.
+    package = tmp_path / "cs336_basics"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import fast\n")
+    (package / "fast.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    assert [m.file for m in find(package)] == ["fast.cpython-311-x86_64-linux-gnu.so"]
 
 
 def test_marks_are_bounded_in_number_and_size(tmp_path):
