@@ -109,6 +109,7 @@ class WarmTemplate:
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         request = json.dumps({"argv": argv, "cwd": str(cwd), "env": env}).encode()
+        fds: list[int] = []
         try:
             with self.lock:
                 socket.send_fds(self.control, [request], [theirs.fileno(), log])
@@ -120,14 +121,20 @@ class WarmTemplate:
                 raise OSError("the template's answer held no pidfd")
             return WarmRun(ours, int(json.loads(message)["pid"]), fds[0])
         except (OSError, ValueError, KeyError) as error:
+            # It may fork the run still: ended with the template (each keeper's parent-death signal), so no
+            # run the grader does not track writes into the workspace beside the fresh one that replaces it.
+            self.process.kill()
+            for fd in fds:
+                os.close(fd)
             theirs.close()
             ours.close()
             self.why_not = f"it stopped answering ({error})"
-            print(f"the warm test template {self.why_not}: later runs start afresh", file=sys.stderr)
+            print(f"the warm test template {self.why_not}: it is ended, and later runs start afresh", file=sys.stderr)
             return None
 
     def close(self) -> None:
-        """End the template: it exits once its socket closes; a run still going keeps going."""
+        """End the template: it exits once its socket closes, and a run still going ends with it (each
+        keeper's parent-death signal): a batch closes it once its grades are done."""
         self.control.close()
         try:
             self.process.wait(10)

@@ -115,8 +115,8 @@ def become_run(request: dict, log: int, keeper) -> None:
         pid = os.fork()
         if pid:
             return pid
-        for name in (signal.SIGTERM, signal.SIGINT):  # the keeper's handlers are not the run's
-            signal.signal(name, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the keeper's handlers are not the run's: a fresh
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # interpreter's are these
         if "STAFF_GRADER_PID" in os.environ:
             os.environ["STAFF_GRADER_PID"] = str(os.getppid())
         run_command(request["argv"], request["cwd"])
@@ -129,6 +129,9 @@ def run_command(argv: list[str], cwd: str) -> None:
     """Run `python ARGV` in this process, as a fresh interpreter started in `cwd` would: the
     folder and $PYTHONPATH first on sys.path, then the rest."""
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    configuration = sys.modules.get("hypothesis.configuration")
+    if configuration is not None:  # hypothesis took the template's folder for its own at import
+        configuration.set_hypothesis_home_dir(os.path.join(cwd, ".hypothesis"))
     if argv[:1] == ["-m"]:
         sys.path[:0] = [cwd, *paths]
         sys.argv = [argv[1], *argv[2:]]  # runpy puts the module's file first, as `python -m` does

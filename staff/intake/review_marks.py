@@ -29,6 +29,8 @@ from staff.sandbox.layout import WORKER_FILES
 MOST_BYTES = 1 << 20  # a file larger than this is not parsed: marked instead
 MOST_MARKS = 20  # kept per grade; a count says how many more
 MOST_CHARS = 200  # of a file's name or a mark's words, as kept
+MOST_TOTAL_BYTES = 4 << 20  # read over the whole upload (the intake takes 50 MiB): the rest is marked unread
+MOST_LINKS = 32  # names in one attribute chain looked at one by one; a longer chain is a mark itself
 OWN = PACKAGE  # the student's package: its own private names are its own business
 
 # Modules whose import alone reaches past the instruments, runs foreign code or resolves names from text.
@@ -184,7 +186,23 @@ class _Look(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        chain = _dotted(node)
+        # A chain `a.b.c` is looked at once, link by link from its root: visiting each link's own chain again
+        # would cost the square of its length (240 links on each of 4,000 lines took 17 s).
+        links, base = [], node
+        while isinstance(base, ast.Attribute):
+            links.append(base)
+            base = base.value
+        if len(links) > MOST_LINKS:
+            self.mark(node, f"an attribute chain of {len(links)} names, longer than the grader reads")
+        else:
+            chain = [base.id] if isinstance(base, ast.Name) else None
+            for link in reversed(links):
+                chain = None if chain is None else [*chain, link.attr]
+                self._attribute(link, chain)
+        self.visit(base)
+
+    def _attribute(self, node: ast.Attribute, chain: list[str] | None) -> None:
+        """The checks of one link, `chain` its names from the root (None where the root is no name)."""
         root = self.aliases.get(chain[0]) if chain else None
         top = (root or "").split(".")[0]
         if node.attr in ATTRIBUTES or (top == "sys" and node.attr in SYS_ATTRIBUTES):
@@ -202,7 +220,6 @@ class _Look(ast.NodeVisitor):
                 self.mark(node, f"objects built by name from bytes ({full})")
             elif top == "types" and node.attr in TYPES:
                 self.mark(node, f"functions or frames as objects ({full})")
-        self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if node.name in HOOKS:
@@ -276,13 +293,19 @@ def find(package: Path) -> list[Mark]:
         if path.is_file() and (path.name.endswith(COMPILED) or ".so." in path.name):
             marks.append(Mark(path.relative_to(package).as_posix(), 0, "compiled code (an extension module or "
                                                                        "library) in the upload"))
+    read = 0
     for path in sorted(package.rglob("*.py")):
         if not path.is_file() or path.is_symlink():
             continue
-        name = path.relative_to(package).as_posix()
-        if path.stat().st_size > MOST_BYTES:
+        name, size = path.relative_to(package).as_posix(), path.stat().st_size
+        if size > MOST_BYTES:
             marks.append(Mark(name, 0, f"a file over {MOST_BYTES >> 20} MiB, too large for the grader to read"))
             continue
+        if read + size > MOST_TOTAL_BYTES:
+            marks.append(Mark(name, 0, f"not read: the upload's Python files pass the {MOST_TOTAL_BYTES >> 20} MiB "
+                                       f"the grader reads"))
+            continue
+        read += size
         marks += marks_in(path.read_bytes(), name)
     if len(marks) > MOST_MARKS:
         left = len(marks) - MOST_MARKS + 1

@@ -182,7 +182,10 @@ def _with_attacks(text: str, module: str, case: Case) -> str:
               if "*" in case.attack_in or f"{module}.{b.qualname}" in case.attack_in]
     parameters = _parameters(text) if chosen else {}
     for block in sorted(chosen, key=lambda b: b.begin, reverse=True):
-        arguments = "{" + ", ".join(f"{name!r}: {name}" for name in parameters.get(block.qualname, [])) + "}"
+        if block.qualname not in parameters:
+            raise ValueError(f"{module}.{block.qualname}: no function of that name holds the block, so its "
+                             f"parameters cannot be handed to the attack")
+        arguments = "{" + ", ".join(f"{name!r}: {name}" for name in parameters[block.qualname]) + "}"
         call = f"return attack({arguments})" if case.returns else f"attack({arguments})"
         lines[block.begin:block.begin] = [f"{block.indent}from cs336_basics._attack import attack\n",
                                           f"{block.indent}{call}\n"]

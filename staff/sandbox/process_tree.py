@@ -42,7 +42,8 @@ MOST_PROC_FILES = 32
 # /proc/PID/maps names "/dev/zero (deleted)") keeps its pages when they are dropped from every page table
 # (MADV_DONTNEED), so no RSS shows them, and the OOM killer, choosing by RSS, would pick another process.
 # Honest grades hold none (torch and numpy make no such mapping; multiprocessing's shared values a few
-# pages): each mapping counts at its whole size, and their sum may not pass this.
+# pages): each object counts at the largest offset mapped (not what an unmapped part still holds: the maps
+# do not show it), and their sum may not pass this.
 SHARED_ANONYMOUS_LIMIT_BYTES = 256 << 20
 SHARED_ANONYMOUS_NAME = "/dev/zero"
 PIPE_PAGES = 16  # a pipe's buffer, in pages, when it cannot be resized
@@ -281,7 +282,7 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
         return (f"was stopped by the grader: your code's processes held {shared / 2**20:.0f} MiB of shared memory "
                 f"with no file (a MAP_SHARED mapping of anonymous memory or of /dev/zero), past the "
                 f"{SHARED_ANONYMOUS_LIMIT_BYTES >> 20} MiB a grade allows: the kernel counts it in no process's "
-                f"memory, so the grader counts each such mapping at its whole size")
+                f"memory, so the grader counts each such mapping at the size mapped")
     if maps.count > MOST_MAPPINGS:
         return (f"was stopped by the grader: your code's processes held {maps.count:,} memory mappings, past the "
                 f"{MOST_MAPPINGS:,} a grade allows (each is kernel memory no limit counts; a process that has imported "

@@ -165,6 +165,19 @@ def test_compiled_code_in_the_upload_is_marked(tmp_path):
     assert [m.file for m in find(package)] == ["fast.cpython-311-x86_64-linux-gnu.so"]
 
 
+def test_long_attribute_chains_cost_the_scan_little(tmp_path):
+    # Mistake: each link of `a.b.c...` looked at with its whole chain again: 240 links on each of 4,000 lines
+    # (1.9 MB) took 17 s of the grader's CPU, outside every time limit, and marked nothing.
+    package = tmp_path / "cs336_basics"
+    package.mkdir()
+    (package / "chains.py").write_text(("torch" + ".a" * 240 + "\n") * 2000)  # 0.97 MB, under MOST_BYTES
+    (package / "short.py").write_text("import torch\nx = torch.nn.functional.relu\n")
+    started = time.process_time()
+    marks = find(package)
+    assert time.process_time() - started < 4  # the look itself: about 1 s here; 8.6 s looked at the square way
+    assert {m.file for m in marks} == {"chains.py"}
+
+
 def test_marks_are_bounded_in_number_and_size(tmp_path):
     # Mistake: every mark kept, each name as long as the student wrote it: results.json and the summary
     # then grow with the code.

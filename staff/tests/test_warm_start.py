@@ -25,6 +25,7 @@ print(json.dumps({
     "grader_is_parent": os.environ.get("STAFF_GRADER_PID") == str(os.getppid()),
     "stdin": os.readlink("/proc/self/fd/0"), "session_of_parent": os.getsid(0) == os.getppid(),
     "sigterm": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, "main": __name__,
+    "sigint": signal.getsignal(signal.SIGINT) == signal.default_int_handler,
     "workspace_imported": sorted(m for m in ("tests", "adapters", "staff", "cs336_basics") if m in sys.modules),
 }))
 '''
