@@ -151,7 +151,7 @@ def test_code_too_large_or_too_deep_is_marked_without_costing_the_grader(tmp_pat
     started = time.monotonic()
     marks = find(package)
     assert time.monotonic() - started < 60
-    assert {m.file for m in marks} >= {"big.py"}
+    assert {m.file for m in marks} == {"big.py", "deep.py", "chain.py"}  # each a mark, none a crash
     assert all(m.what for m in marks)
 
 
