@@ -28,14 +28,14 @@ def _at_least_zero(kind: type):
 def _argparse_keywords(spec) -> dict:
     """How argparse reads setting `spec`: a switch stores the opposite of its default, problems take
     numbers, a number must be at least 0; every option's default is None (not given)."""
-    extra = {k: v for k, v in spec.metadata.items() if k not in ("option", "help")}
+    extra = {k: v for k, v in spec.metadata.items() if k not in ("option", "help", "kind")}
     if spec.name in SWITCHES:
         return {"action": "store_const", "const": not spec.default, **extra}
     if spec.name == "problems":
         return {"nargs": "+", "type": int, "choices": sorted(PROBLEMS), "metavar": "N", **extra}
     if "choices" in extra:
         return {"type": str, **extra}
-    kind = float if spec.name == "memory_gib" else type(spec.default)
+    kind = spec.metadata.get("kind", type(spec.default))  # declared where the default (None) does not say
     metavar = "N" if kind is int else "GIB" if spec.name.endswith("_gib") else "SECONDS"
     return {"type": _at_least_zero(kind), "metavar": metavar, **extra}
 

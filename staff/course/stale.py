@@ -15,6 +15,7 @@ from pathlib import Path
 
 from staff.grading import provenance
 from staff.grading.outcomes import Outcome
+from staff.sandbox.settings import Settings
 
 NOT_GRADED = "no grade yet"
 # Settings a grade records but that decide no score, so a difference in them leaves a grade current:
@@ -24,8 +25,10 @@ NO_SCORE = frozenset({"threads", "allow_open_grader"})
 
 
 def scored(settings: dict) -> dict:
-    """The settings that can change a score (all but NO_SCORE)."""
-    return {name: value for name, value in settings.items() if name not in NO_SCORE}
+    """The settings that can change a score (all but NO_SCORE); a setting a grade made before it existed
+    does not record counts as its default (what that grade used)."""
+    return {name: value for name, value in {**provenance.settings_record(Settings()), **settings}.items()
+            if name not in NO_SCORE}
 
 
 @dataclass(frozen=True)

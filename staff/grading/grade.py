@@ -140,6 +140,8 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
                                      cuda_preflight_stand_in)
         remove_tree(package)
         extra = [f"--hidden-visibility={visibility}", "-m", marker_expression(gpu)]
+        if hidden and settings.property_examples is not None:  # an option of the hidden suites' conftest
+            extra.append(f"--property-examples={settings.property_examples}")
         if in_process:
             if problem is None:
                 problem = import_error(workspace.grader, settings.import_timeout_s)

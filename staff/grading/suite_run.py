@@ -169,13 +169,14 @@ def run_suite(workspace: Path, suites: list[str], timeout_s: float, verbose: boo
         deadline = time.monotonic() + timeout_s
         # On a terminal the bar redraws in place; in a log (CI, Gradescope) it writes a line now and then.
         interval = 0.5 if sys.stderr.isatty() else 15
-        with tqdm(desc="grading", unit="test", disable=verbose or not progress, file=sys.stderr,
-                  mininterval=interval) as bar:
+        shown = progress and not verbose
+        with tqdm(desc="grading", unit="test", disable=not shown, file=sys.stderr, mininterval=interval) as bar:
             while child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-                progress = read_report(report_path)
-                bar.total = len(progress.tests) or None
-                bar.update(progress.finished - bar.n)
+                if shown:  # the report so far, read whole each time: a batch, which shows no bar, skips it
+                    so_far = read_report(report_path)
+                    bar.total = len(so_far.tests) or None
+                    bar.update(so_far.finished - bar.n)
         timed_out = child.poll() is None
         if timed_out:
             end_run(child)

@@ -36,6 +36,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TEST_TIMEOUT_S = 10.0  # the slowest honest call takes under 2 s; a hang costs this, twice per adapter at most
 IMPORT_TIMEOUT_S = 20.0
 DISK_GIB = 0.25  # the reference writes a few MiB; the disk-filling case stops here, not at 2 GiB
+# Examples each property test of the hidden suites tries (a grade's 100 cost half of a two-problem grade's
+# time): the red team shows what the worker contains and how an attack scores, and ten examples fail every
+# attacked problem and pass every honest one; what the hidden suites catch is `staff validate`'s to show.
+PROPERTY_EXAMPLES = 10
 
 
 def tmpfs_temporary_folder(folder: str = "/dev/shm") -> dict[str, str]:
@@ -58,7 +62,7 @@ def grader_for(cases: dict[str, Case]) -> Callable[[Path], object]:
     from staff.grading.grade import grade
 
     settings = Settings(test_timeout_s=TEST_TIMEOUT_S, import_timeout_s=IMPORT_TIMEOUT_S, threads=1,
-                        disk_gib=DISK_GIB)
+                        disk_gib=DISK_GIB, property_examples=PROPERTY_EXAMPLES)
 
     def grader(path: Path, on_graded=None):
         case = cases.get(path.name.removesuffix(".zip"))

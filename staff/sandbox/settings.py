@@ -55,7 +55,7 @@ class Settings:
         "the worker a memory cgroup, all its processes may hold, in-memory files included (0: unlimited; at least "
         f"{MEMORY_FLOOR_GIB:g}, below which the worker cannot import torch; default: "
         f"{MEMORY_GIB:g} for a CPU grade, unlimited for a GPU grade: the CUDA driver maps far more address space "
-        "than it uses)")
+        "than it uses)", kind=float)
     disk_gib: float = _setting(2.0, "--disk-gib", "what the student's files may take in all, GiB")
     threads: int = _setting(
         0, "--threads", "torch threads of the student's process (0: the CPUs this grade may use, that is the "
@@ -65,6 +65,11 @@ class Settings:
     problems: tuple[int, ...] | None = _setting(
         None, "--problems", "grade only these problems' tests, e.g. --problems 1 3 (default: every problem's)")
     hidden: bool = _setting(True, "--no-hidden", "run the public tests only")
+    property_examples: int | None = _setting(
+        None, "--property-examples", "examples each property test of the hidden suites tries, where the test does "
+        "not set its own number (default: 100): fewer is faster and finds fewer mistakes, for a quick look at a batch "
+        "or the red team's containment runs, not for a course's grades (the grade records it, and a later grade with "
+        "the default regrades it)", kind=int)
     gpu: bool = _setting(False, "--gpu", "grade only the GPU part (the public tests marked cuda) on this machine's "
                          "GPU, into results-gpu.json (with --batch: OUT/<name>/results-gpu.json, which every "
                          "gradebook written from OUT adds to the CPU grade); a CPU grade leaves those tests out, GPU "
@@ -106,6 +111,11 @@ class Settings:
                              f"of address space the grader's worker needs to import torch (it needed "
                              f"{IMPORT_MEASURED_GIB:g} GiB where measured), so no submission could be graded; "
                              f"give at least {MEMORY_FLOOR_GIB:g}, or 0 for no limit")
+        if self.property_examples is not None and (isinstance(self.property_examples, bool) or
+                                                   not isinstance(self.property_examples, int) or
+                                                   self.property_examples < 1):
+            raise ValueError(f"property_examples (--property-examples) must be a whole number of at least 1, or unset "
+                             f"(each test's own number), got {self.property_examples!r}")
         if isinstance(self.threads, float) and not self.threads.is_integer():
             raise ValueError(f"threads must be a whole number, got {self.threads!r}")
         if self.hidden_visibility not in VISIBILITIES:

@@ -21,7 +21,7 @@ from staff.course.batch import grade_batch
 from staff.course.diff import FLAKY, diff
 from staff.course.folder import RESULTS, Submission, previous_name
 from staff.course.gradebook import write_gradebook
-from staff.course.stale import Current
+from staff.course.stale import Current, scored, settings_change
 from staff.grading import provenance
 from staff.grading.grade import Grade
 from staff.grading.results import results_json, write_json_atomically
@@ -199,3 +199,13 @@ def test_a_gradebook_of_two_suites_warns_and_names_them(batch, tmp_path):
     lines, _ = write_gradebook([Submission(p.name, p, p.name) for p in sorted(batch.iterdir())], out)
     assert any(line.startswith("warning: these grades come from 2 suites") for line in lines)
     assert len({row["suite"] for row in rows(out).values()}) == 2
+
+
+def test_a_setting_a_grade_predates_counts_as_its_default_and_a_quick_grade_as_changed():
+    # Mistakes this catches: every grade made before a setting was added regraded as "settings changed" (a whole
+    # term's grades made again by an upgrade), and a grade of fewer property examples kept beside a full run.
+    now = provenance.settings_record(Settings())
+    before = {name: value for name, value in now.items() if name != "property_examples"}
+    assert scored(before) == scored(now)
+    quick = provenance.settings_record(Settings(property_examples=10))
+    assert settings_change(scored(quick), scored(now)) == "property_examples 10 -> default"

@@ -14,7 +14,7 @@ import pytest
 
 from staff.cli import main
 from staff.commands.grade import register as add_grade_command
-from staff.commands.settings_options import from_arguments
+from staff.commands.settings_options import SettingError, from_arguments
 from staff.course.cluster.slurm import SlurmBatch, task_options
 from staff.gradescope import autograder
 from staff.grading.grade import REPO_ROOT
@@ -28,7 +28,7 @@ from tests.problems import PROBLEMS
 CHOSEN = Settings(run_timeout_s=30, test_timeout_s=7, import_timeout_s=3, startup_timeout_s=11, memory_gib=6,
                   disk_gib=1, threads=3, hidden_visibility="visible", problems={2, 1}, hidden=False, gpu=True,
                   in_process=True, separate_user=False, namespaces=False, landlock=False, seccomp=False, tmpfs=False,
-                  gpu_confinement=True, allow_open_grader=True)
+                  gpu_confinement=True, allow_open_grader=True, property_examples=5)
 
 
 def parsed(*argv: str) -> argparse.Namespace:
@@ -116,7 +116,8 @@ def test_the_plugin_refuses_a_settings_file_it_does_not_understand(tmp_path):
         plugin_settings.read(path)
 
 
-@pytest.mark.parametrize("argv", [("--threads", "-1"), ("--timeout", "-5"), ("--memory-gib", "x")])
+@pytest.mark.parametrize("argv", [("--threads", "-1"), ("--timeout", "-5"), ("--memory-gib", "x"),
+                                  ("--property-examples", "2.5")])
 def test_a_bad_setting_is_an_argument_error_not_a_traceback(argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         parsed(*argv)
@@ -191,3 +192,13 @@ def test_each_protection_is_declared_once_and_switched_off_by_its_own_option():
         setting = next(s for s in fields(Settings) if s.name == spec.name)
         assert setting.default is spec.default is True and setting.metadata["option"] == f"--no-{spec.name}"
     assert Settings(landlock=False, tmpfs=False).protections == Protections(landlock=False, tmpfs=False)
+
+
+@pytest.mark.parametrize("value", [0, True, 2.0, "3"])
+def test_property_examples_must_be_a_whole_number_of_at_least_one(value):
+    # Mistake this catches: 0 examples (hypothesis refuses it in every property test, and each would fail as
+    # the student's) or a float passed on to the hidden suites' option, which reads whole numbers only.
+    with pytest.raises(ValueError, match=r"property_examples \(--property-examples\)"):
+        Settings(property_examples=value)
+    with pytest.raises(SettingError, match="--property-examples"):
+        from_arguments(parsed("--property-examples", "0"))
