@@ -67,6 +67,8 @@ ATTRIBUTES = {
     "aten", "_C", "_ops", "_python_dispatch", "_DisableTorchDispatch", "_DisableTorchFunction", "DisableTorchFunction",
     "DisableTorchFunctionSubclass", "_get_current_dispatch_mode_stack", "_get_current_dispatch_mode", "_pop_mode",
     "_push_mode", "_pop_mode_temporarily", "handle_torch_function", "_instrument",
+    # autograd's graph, whose nodes compute gradients when called, past the block on autograd's entry points
+    "grad_fn", "next_functions",
 }
 # Attributes of sys only: `self.modules`, a model's `.modules()` and `Path.path` are honest.
 SYS_ATTRIBUTES = {"modules", "path", "meta_path", "path_hooks", "path_importer_cache", "monitoring"}
@@ -206,8 +208,8 @@ class _Look(ast.NodeVisitor):
         root = self.aliases.get(chain[0]) if chain else None
         top = (root or "").split(".")[0]
         if node.attr in ATTRIBUTES or (top == "sys" and node.attr in SYS_ATTRIBUTES):
-            self.mark(node, f"{node.attr} (frames, closures, torch's dispatch or the objects behind the grader's "
-                            f"checks)")
+            self.mark(node, f"{node.attr} (frames, closures, torch's dispatch, autograd's graph or the objects "
+                            f"behind the grader's checks)")
         elif node.attr == "__dict__" and not (chain and len(chain) == 2 and chain[0] in OWN_OBJECTS):
             self.mark(node, "an object's attributes as a dict (__dict__)")
         elif chain and root is not None:

@@ -48,6 +48,8 @@ _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_W_ABS, _JEQ_K, _JGT_K, _JGE_K, _JSET_K, _RET_K, _AND_K = 0x20, 0x15, 0x25, 0x35, 0x45, 0x06, 0x54
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 _PR_FUTEX_HASH = 78  # Linux 6.16: a process's own futex hash, up to 2**24 slots (1.28 GiB of vmalloc) each
+_PR_SET_VMA = 0x53564D41  # Linux 5.17: names an anonymous mapping in /proc/PID/maps
+_MAP_SHARED_TYPE, _MAP_ANONYMOUS = 0x01, 0x20  # the bit of MAP_SHARED and MAP_SHARED_VALIDATE; both machines
 REFUSED = {name: syscalls.NUMBERS[name] for name, (verdict, _, _) in syscalls.review().items() if verdict == "refused"}
 
 
@@ -98,7 +100,7 @@ def _refuse_bits(index: int, bits: int, deny: int) -> list[tuple[int, int, int, 
 
 
 def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = False,
-                    narrowed_later: bool = False) -> list[tuple[int, int, int, int]]:
+                    narrowed_later: bool = False, shared_anonymous: bool = False) -> list[tuple[int, int, int, int]]:
     """The classic-BPF program (code, jt, jf, k) for `machine`, from syscalls.py's review: another
     architecture's calls (32-bit ones on a 64-bit kernel, x32) fail with EPERM; each refused call
     with its errno; socket() with EAFNOSUPPORT; socketpair(), clone() with a new namespace or a
@@ -114,7 +116,9 @@ def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = F
     process's limits or scheduling act on pid 0 (the caller) only, and kill(-1) is refused unless
     `namespace_init` (the worker is its PID namespace's init, where -1 means every process of the
     namespace). With `narrowed_later` (a zygote whose children confine themselves before any student
-    code), syscalls.CHILD_CONFINES and prctl's PR_SET_SECCOMP are allowed too."""
+    code), syscalls.CHILD_CONFINES and prctl's PR_SET_SECCOMP are allowed too. A mapping of shared
+    memory with no file (mmap with MAP_SHARED and MAP_ANONYMOUS) fails with EPERM unless
+    `shared_anonymous` or without `sockets`, and prctl's PR_SET_VMA with EINVAL."""
     deny, no_family, allow = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ALLOW
     done, no_direct, direct = _RET_ERRNO | 0, _RET_ERRNO | errno.EINVAL, _O_DIRECT[machine]
     have = syscalls.numbers(machine)
@@ -153,11 +157,15 @@ def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = F
         "rt_sigaction": [_arg(0), (_JEQ_K, 0, 5, _SIGCHLD), _arg(1), (_JEQ_K, 0, 2, 0), _high(1), (_JEQ_K, 1, 0, 0),
                          (_RET_K, 0, 0, done), (_RET_K, 0, 0, allow)] if sockets else [(_RET_K, 0, 0, allow)],
         # not PR_SET_SECCOMP; PR_SET_DUMPABLE with 1 only (the zygote made itself not dumpable before this);
-        # PR_FUTEX_HASH fails as on a kernel before 6.16
-        "prctl": [_arg(0), *([] if narrowed_later else [(_JEQ_K, 5, 0, PR_SET_SECCOMP)]),
-                  (_JEQ_K, 5, 0, _PR_FUTEX_HASH), (_JEQ_K, 0, 2, PR_SET_DUMPABLE), _arg(1), (_JEQ_K, 0, 1, 1),
-                  (_RET_K, 0, 0, allow), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ERRNO | errno.EINVAL)]
+        # PR_FUTEX_HASH and PR_SET_VMA fail as on a kernel without them
+        "prctl": [_arg(0), *([] if narrowed_later else [(_JEQ_K, 6, 0, PR_SET_SECCOMP)]),
+                  (_JEQ_K, 6, 0, _PR_FUTEX_HASH), (_JEQ_K, 5, 0, _PR_SET_VMA), (_JEQ_K, 0, 2, PR_SET_DUMPABLE),
+                  _arg(1), (_JEQ_K, 0, 1, 1), (_RET_K, 0, 0, allow), (_RET_K, 0, 0, deny),
+                  (_RET_K, 0, 0, _RET_ERRNO | errno.EINVAL)]
         if sockets else [(_RET_K, 0, 0, allow)],
+        # shared memory with no file: MAP_ANONYMOUS with the MAP_SHARED bit (MAP_SHARED, MAP_SHARED_VALIDATE)
+        "mmap": [_arg(3), (_JSET_K, 0, 2, _MAP_ANONYMOUS), (_JSET_K, 0, 1, _MAP_SHARED_TYPE), (_RET_K, 0, 0, deny),
+                 (_RET_K, 0, 0, allow)] if sockets and not shared_anonymous else [(_RET_K, 0, 0, allow)],
         # jt=1 skips the allow below when the level is SOL_SOCKET, whose buffer sizes are then checked
         "setsockopt": [_arg(1), (_JEQ_K, 1, 0, _SOL_SOCKET), (_RET_K, 0, 0, allow),
                        *_refuse_values(2, [_SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE], deny)]
@@ -194,13 +202,14 @@ def seccomp_program(machine: str, sockets: bool = True, namespace_init: bool = F
     return program + [(_RET_K, 0, 0, enosys)]
 
 
-def deny_syscalls(sockets: bool = True, namespace_init: bool = False, narrowed_later: bool = False) -> str:
+def deny_syscalls(sockets: bool = True, namespace_init: bool = False, narrowed_later: bool = False,
+                  shared_anonymous: bool = False) -> str:
     """Install the seccomp filter of `seccomp_program` (its arguments as there) on this process and its
     future children, for good. Needs Linux on x86_64 or aarch64."""
     machine = os.uname().machine if libc is not None else ""
     if machine not in _AUDIT_ARCH:
         return off(f"no filter for {machine or sys.platform}")
-    program = seccomp_program(machine, sockets, namespace_init, narrowed_later)
+    program = seccomp_program(machine, sockets, namespace_init, narrowed_later, shared_anonymous)
     filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
     fprog = _SockFprog(len(program), filters)
     if not prctl(PR_SET_NO_NEW_PRIVS, 1):
@@ -213,6 +222,7 @@ def deny_syscalls(sockets: bool = True, namespace_init: bool = False, narrowed_l
         made += " (the zygote's; each child sets a Landlock domain of its own, then narrows to this without it)"
     allowed = sum(v == "allowed" for v, _, _ in syscalls.review().values()) + \
         (len(syscalls.GPU_ONLY) if not sockets else len(syscalls.CHILD_CONFINES) if narrowed_later else 0)
+    shared = ", shared memory with no file" if sockets and not shared_anonymous else ""
     return f"{ON} (seccomp: an allow-list of {allowed} " \
-           f"calls, {made}, no System V IPC, message queues, kernel keys, memfd, io_uring, BPF, namespaces, " \
+           f"calls, {made}, no System V IPC, message queues, kernel keys, memfd{shared}, io_uring, BPF, namespaces, " \
            "access to other processes or their limits and scheduling)"

@@ -40,8 +40,9 @@ ALLOWED: list[tuple[str, str]] = [
     ("reading extended attributes of a file it may reach (shutil.copy2 copies them, and takes a refusal to set "
      "them as a file system without them)",
      "getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr"),
-    ("its own memory (private, or a mapping of a file it opened; counted by RLIMIT_AS and the memory group)",
-     "brk mmap munmap mremap mprotect msync mincore mlock mlock2 munlock mlockall munlockall membarrier "
+    ("its own memory (private, or a mapping of a file it opened; counted by RLIMIT_AS and the memory group; "
+     "mmap's flags are CHECKED)",
+     "brk munmap mremap mprotect msync mincore mlock mlock2 munlock mlockall munlockall membarrier "
      "pkey_mprotect pkey_alloc pkey_free mbind set_mempolicy get_mempolicy set_mempolicy_home_node"),
     ("its own processes and threads, and waiting for them (clone's flags are CHECKED)",
      "fork vfork exit exit_group wait4 waitid set_tid_address set_robust_list rseq futex futex_waitv "
@@ -109,7 +110,14 @@ CHECKED: dict[str, str] = {
     "prctl": "not PR_SET_SECCOMP: a filter stacked through prctl is kernel memory as seccomp's is (see its line); "
              "not PR_SET_DUMPABLE 0: the zygote reads each process's open files and maps, which a process not "
              "dumpable closes to it; not PR_FUTEX_HASH (EINVAL, as before Linux 6.16): a private futex hash of "
-             "2**24 slots is 1.28 GiB of kernel memory a process, in no RSS and under no limit but a memory group",
+             "2**24 slots is 1.28 GiB of kernel memory a process, in no RSS and under no limit but a memory group; "
+             "not PR_SET_VMA (EINVAL, as a kernel built without it answers): a name given to a mapping replaces "
+             "the one the zygote counts shared memory by (see mmap)",
+    "mmap": "not MAP_SHARED (or MAP_SHARED_VALIDATE) with MAP_ANONYMOUS, in a CPU grade: shared memory with no "
+            "file keeps its pages when every page table drops them, so no RSS shows it, and unmapped but for its "
+            "first page it shows in no process's maps at its size; /dev/zero, the other way to it, is read-only "
+            "under Landlock, where a shared mapping holds nothing. A GPU grade's children allow it (the CUDA "
+            "driver's pinned host memory may be made so: not yet tried on a GPU) and the zygote counts it there",
     # Problem 9's tests measure what a call read of a token file as the larger of the file's pages in the page
     # cache and the rchar of the worker's processes (adapters._instrument.FileReads); these keep both whole.
     "open": "not O_DIRECT (EINVAL, as a file system without direct I/O answers): a direct read leaves nothing in "

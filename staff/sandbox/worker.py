@@ -122,7 +122,8 @@ def confine_child(config: dict) -> None:
         except Exception:  # noqa: BLE001 - remembered: the preflight's question gets the driver's answer
             pass
     if config["protections"]["seccomp"]:
-        narrowed = syscall_filter.deny_syscalls(sockets=True, namespace_init=False)
+        narrowed = syscall_filter.deny_syscalls(sockets=True, namespace_init=False,
+                                                shared_anonymous=bool(config.get("cuda")))
         if not narrowed.startswith(confine.ON):
             sys.stderr.write(f"worker child: seccomp: {narrowed}\n")
             os._exit(70)

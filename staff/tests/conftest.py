@@ -195,7 +195,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unsee
                   "pipes-held-between-the-looks": [()],
                   "autogroups-maps-and-cgroups-of-other-processes": [(), ("namespaces",)],
                   "timer-rewrites-the-scripted-matmuls": [()],
-                  "shared-anonymous-memory-outside-every-rss": [(), ("namespaces",)]}
+                  "shared-anonymous-memory-outside-every-rss": [(), ("namespaces",)],
+                  "shared-memory-unmapped-but-a-page": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -135,6 +135,18 @@ def test_what_the_zygote_counts_cannot_be_hidden_from_it(machine):
         assert verdict("fallocate", 5, mode, 0, 1 << 20) == ERRNO | EOPNOTSUPP, mode
     gpu = syscall_filter.seccomp_program(machine, sockets=False)  # the zygote's, whose children stack the above
     assert verdict_of(gpu, arch, have["prctl"], 4, 0) == ALLOW
+    # Shared memory with no file, which no RSS shows (its pages stay when the page tables drop them) and which,
+    # unmapped but for its first page, shows in no maps at its size; and a name for a mapping, which hides what
+    # the maps call it. Mistakes: MAP_SHARED_VALIDATE (3) let through, or the check so wide it refuses a private
+    # mapping (every thread's stack, malloc's arenas) or a file's shared mapping (np.memmap).
+    no_file = (1 << 64) - 1  # fd -1
+    for flags in (0x21, 0x23, 0x21 | 0x8000):  # SHARED, SHARED_VALIDATE, and with MAP_POPULATE
+        assert verdict("mmap", 0, 1 << 20, 3, flags, no_file, 0) == deny, hex(flags)
+    for flags in (0x22, 0x20022, 0x01, 0x03, 0x02):  # private anonymous (a stack too), a file's shared or private
+        assert verdict("mmap", 0, 1 << 20, 3, flags, no_file if flags & 0x20 else 5, 0) == ALLOW, hex(flags)
+    assert verdict("prctl", 0x53564D41, 0, 1 << 30, 4096, 1 << 31) == ERRNO | EINVAL
+    child_of_a_gpu_grade = syscall_filter.seccomp_program(machine, shared_anonymous=True)
+    assert verdict_of(child_of_a_gpu_grade, arch, have["mmap"], 0, 1 << 20, 3, 0x21, no_file, 0) == ALLOW
 
 
 @pytest.mark.parametrize("machine", SECCOMP_MACHINES)
@@ -279,6 +291,14 @@ os.write(cached, bytes(1 << 20))
 os.fsync(cached)
 os.pread(cached, 1 << 20, 0)
 attempt("POSIX_FADV_DONTNEED", lambda: os.posix_fadvise(cached, 0, 0, os.POSIX_FADV_DONTNEED))
+import mmap
+attempt("a shared mapping with no file", lambda: mmap.mmap(-1, 1 << 20))  # MAP_SHARED | MAP_ANONYMOUS
+attempt("a private mapping with no file", lambda: mmap.mmap(-1, 1 << 20, flags=mmap.MAP_PRIVATE))
+attempt("a shared mapping of a file", lambda: mmap.mmap(cached, 1 << 20))
+private = mmap.mmap(-1, 1 << 12, flags=mmap.MAP_PRIVATE)
+address = ctypes.addressof(ctypes.c_char.from_buffer(private))
+found["PR_SET_VMA"] = "worked" if libc.prctl(0x53564D41, 0, ctypes.c_ulong(address), ctypes.c_ulong(1 << 12),
+                                             ctypes.c_char_p(b"probe")) == 0 else errno.errorcode[ctypes.get_errno()]
 print(json.dumps(found))
 """
 
@@ -324,7 +344,9 @@ def test_a_filtered_process_reaches_no_named_socket_namespace_lock_watch_fifo_or
                 "epoll": "EPERM", "FS_IOC_SETFLAGS": "EPERM", "F_SETOWN": "EPERM", "F_SETSIG": "EPERM",
                 "seccomp": "EPERM", "prctl PR_SET_SECCOMP": "EPERM",
                 "a child of a parent ignoring SIGCHLD": "waited for", "O_DIRECT": "EINVAL",
-                "POSIX_FADV_DONTNEED": "worked"}
+                "POSIX_FADV_DONTNEED": "worked", "a shared mapping with no file": "EPERM",
+                "a private mapping with no file": "worked", "a shared mapping of a file": "worked",
+                "PR_SET_VMA": "EINVAL"}
     got = {what: found[what] for what in expected}
     assert got == expected, f"expected {expected}, got {got}"
     assert resident_bytes(tmp_path / "lock.cached") == 1 << 20  # the advice answered, not followed
@@ -343,6 +365,8 @@ def test_without_the_filter_the_same_probe_gets_through(tmp_path):
     assert found["F_SETOWN"] == found["F_SETSIG"] == "worked", found
     assert found["seccomp"] == found["prctl PR_SET_SECCOMP"] == "EFAULT", found  # reached the kernel
     assert found["a child of a parent ignoring SIGCHLD"] == "released by the kernel", found
+    assert found["a shared mapping with no file"] == "worked", found
+    assert found["PR_SET_VMA"] in ("worked", "EINVAL"), found  # EINVAL: a kernel built without mapping names
     if page_cache_shows_reads(tmp_path):  # a disk: the advice empties the file's page cache
         assert resident_bytes(tmp_path / "lock.cached") == 0
     if os.geteuid() == 0:
