@@ -82,7 +82,7 @@ class Settings:
     landlock: bool = _setting(True, "--no-landlock", "no Landlock file-access restriction")
     seccomp: bool = _setting(True, "--no-seccomp", "no seccomp filter (it refuses sockets but unix pairs, or in a "
                              "GPU grade internet sockets, and System V IPC, message queues, kernel keys, memfd, "
-                             "io_uring, BPF and access to other processes)")
+                             "a CPU grade's shared memory with no file, io_uring, BPF and access to other processes)")
     tmpfs: bool = _setting(True, "--no-tmpfs", "as root, no tmpfs mounts: the worker's /tmp is the machine's, and its "
                            "disk quota is counted after each call instead of enforced by the kernel")
     gpu_confinement: bool = _setting(

@@ -1,4 +1,3 @@
-import mmap
 import os
 import signal
 
@@ -23,8 +22,8 @@ def read_in_a_reaped_child(path):
     the background does, so as to leave no zombie): the kernel then reaps the child itself when it exits, and
     what it read (its rchar) is added to no one's count, where waitpid would have added it to its parent's.
     The parent waits for the end (waitpid blocks until the child is gone, then fails with ECHILD) and learns
-    the bytes read through a shared page; None where the child could not be made."""
-    told = mmap.mmap(-1, 8)  # shared with the child
+    the bytes read through a pipe; None where the child could not be made."""
+    reading, writing = os.pipe()
     previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         try:
@@ -33,16 +32,23 @@ def read_in_a_reaped_child(path):
             return None
         if pid == 0:
             try:
-                told[:8] = read_whole(path).to_bytes(8, "little")
+                os.close(reading)
+                os.write(writing, read_whole(path).to_bytes(8, "little"))
             finally:
                 os._exit(0)
+        os.close(writing)
+        writing = -1
+        told = os.read(reading, 8)
         try:
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass  # reaped by the kernel, as intended
     finally:
         signal.signal(signal.SIGCHLD, previous)
-    return int.from_bytes(told[:8], "little")
+        for fd in (reading, writing):
+            if fd >= 0:
+                os.close(fd)
+    return int.from_bytes(told, "little") if len(told) == 8 else None
 
 
 def attack(args):

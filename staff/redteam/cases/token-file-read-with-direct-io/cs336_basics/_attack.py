@@ -8,9 +8,9 @@ CHUNK = 4 * MIB
 
 def read_whole_direct(path):
     """Read every byte of `path` through read(2) with O_DIRECT, which bypasses the page cache (on a disk:
-    nothing is cached, so mincore sees nothing), into a page-aligned buffer (an anonymous mapping), in
+    nothing is cached, so mincore sees nothing), into a page-aligned buffer (a private anonymous mapping), in
     chunks; the bytes read."""
-    buffer = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT needs
+    buffer = mmap.mmap(-1, CHUNK, flags=mmap.MAP_PRIVATE)  # page-aligned, as O_DIRECT needs
     total = 0
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
