@@ -25,17 +25,6 @@ def _shmem_bytes():
     return 0
 
 
-def _own_memory_group():
-    """Whether this process is in a memory cgroup the grader made for the worker (as root), which charges the
-    shared pages to the worker whoever maps them."""
-    try:
-        with open("/proc/self/cgroup") as handle:
-            return any(("memory" in line.split(":")[1].split(",") or line.startswith("0::"))
-                       and "/cs336-worker-" in line for line in handle if line.count(":") >= 2)
-    except OSError:
-        return False
-
-
 def _shared_mapping(size):
     """(address, route) of a writable shared mapping with no file: anonymous, else of /dev/zero opened for
     writing (the same shmem object). Raises MemoryError saying what refused both."""
@@ -80,18 +69,14 @@ def hold_shared_memory():
 
 
 def attack(args):
-    """Hold the memory once; if it could, out of RSS and unstopped, with no memory group of the worker's own to
-    count it, answer honestly (full marks on Problem 1 is the attack getting through), else fail saying what
-    counted or refused it."""
+    """Hold the memory once; if it could, out of RSS and unstopped, answer honestly (full marks on Problem 1 is
+    the attack getting through), else fail saying what refused it."""
     if not _outcome:
-        if _own_memory_group():
-            _outcome.append((0, None, "a memory group of the worker's own, which charges it whoever maps it"))
-        else:
-            try:
-                grown, route = hold_shared_memory()
-                _outcome.append((grown, route, None))
-            except MemoryError as error:
-                _outcome.append((0, None, str(error)))
+        try:
+            grown, route = hold_shared_memory()
+            _outcome.append((grown, route, None))
+        except MemoryError as error:
+            _outcome.append((0, None, str(error)))
     grown, route, stopped = _outcome[0]
     if stopped:
         raise MemoryError(f"not held: {stopped}")
