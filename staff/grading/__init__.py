@@ -1,5 +1,5 @@
 """Grading one submission: which tests run (selection.py, collected.py), the test process behind the
-sandbox (suite_run.py; in a batch, forked from a warm template: warm_start.py, warm_template.py), how
+sandbox (suite_run.py; in a batch, forked from warm templates: warm_start.py), how
 a grade ended (outcomes.py), what it shows (scrub.py, console.py), its results.json (results.py) and
 what graded it (provenance.py); grade.py puts them together.
 

@@ -37,14 +37,16 @@ from staff.sandbox.frames import FrameError, FrameTimeout, PipeClosed, read_fram
 from staff.sandbox.keeper import end_everything_below
 from staff.sandbox.leftovers import kill_user, remove_leftovers
 from staff.sandbox.output_log import BoundedLog, pump
-from staff.sandbox.process_tree import CHECK, descendants
-from staff.sandbox.worker_config import WorkerConfig, worker_environment
+from staff.sandbox.process_tree import CHECK, children, descendants
+from staff.sandbox.warm import WarmRun, worker_template
+from staff.sandbox.worker_config import WORKER_FLAGS, WorkerConfig, worker_environment
 
 # What one reply may hold. The reference's largest, over a whole grade: a 1.4 MB header, 4.2 MB of
 # blobs. These bound what a reply costs the grading process (one copy of the blobs, the header's
 # JSON as Python objects) whatever the worker sends.
 MAX_REPLY_HEADER_BYTES = 8 << 20
 MAX_REPLY_BLOB_BYTES = 64 << 20
+KEEPER_END_S = 30.0  # for a forked launcher's keeper to end everything below it once told
 
 
 class Worker:
@@ -54,7 +56,8 @@ class Worker:
     def __init__(self, config: WorkerConfig, config_path: Path,
                  startup_timeout_s: float = settings.default("startup_timeout_s")) -> None:
         self.config, self.config_path, self.startup_timeout_s = config, config_path, startup_timeout_s
-        self.process: subprocess.Popen | None = None  # the launcher; the zygote and children live below it
+        self.process: subprocess.Popen | WarmRun | None = None  # the launcher (or, forked, its keeper)
+        self.watch = -1  # a forked launcher's keeper ends it when this pipe closes
         self.control: socket.socket | None = None
         self.ready = False
         self.requests = self.responses = -1  # the serving child's pipes; -1 when there is none
@@ -76,22 +79,50 @@ class Worker:
     # -- lifetime ---------------------------------------------------------------------------------
 
     def spawn(self) -> None:
-        """Start the launcher; the zygote imports torch while the caller goes on (see `ensure_ready`)."""
+        """Start the launcher; the zygote imports torch while the caller goes on (see `ensure_ready`).
+        In a batch, a CPU grade's launcher is forked from the batch's worker template, which imported
+        torch and numpy once (`staff.sandbox.warm`); elsewhere, or where it cannot, a fresh interpreter."""
         self.ready = False
         self.control, theirs = socket.socketpair()
         output_read, output_write = os.pipe()
-        config = {**asdict(self.config), "control_fd": theirs.fileno(), "grader_pid": os.getpid()}
-        self.config_path.write_text(json.dumps(config))
         env = worker_environment(self.config, os.environ)
+        argv = [str(Path(self.config.code) / "worker.py"), str(self.config_path)]
         try:
-            self.process = subprocess.Popen(
-                [self.config.python, "-I", "-S", "-B", "-u", str(Path(self.config.code) / "worker.py"),
-                 str(self.config_path)], cwd=self.config.folder, env=env, stdin=subprocess.DEVNULL,
-                stdout=output_write, stderr=output_write, pass_fds=(theirs.fileno(),), start_new_session=True)
+            self.process = self._forked(argv, env, theirs, output_write) or self._started(argv, env, theirs,
+                                                                                          output_write)
         finally:
             theirs.close()
             os.close(output_write)
         threading.Thread(target=pump, args=(output_read, self.log), daemon=True).start()
+
+    def _write_config(self, control_fd: int, grader_pid: int | None) -> None:
+        config = {**asdict(self.config), "control_fd": control_fd, "grader_pid": grader_pid}
+        self.config_path.write_text(json.dumps(config))
+
+    def _started(self, argv: list[str], env: dict[str, str], theirs: socket.socket, output: int) -> subprocess.Popen:
+        """The launcher as a fresh interpreter, a child of this process."""
+        self._write_config(theirs.fileno(), os.getpid())
+        return subprocess.Popen([self.config.python, *WORKER_FLAGS, *argv], cwd=self.config.folder, env=env,
+                                stdin=subprocess.DEVNULL, stdout=output, stderr=output, pass_fds=(theirs.fileno(),),
+                                start_new_session=True)
+
+    def _forked(self, argv: list[str], env: dict[str, str], theirs: socket.socket, output: int) -> WarmRun | None:
+        """The launcher forked from the batch's worker template, under a keeper of its own that ends it
+        and everything below it when `self.watch` closes; None where there is no template or it cannot."""
+        template = worker_template() if not self.config.cuda else None  # a GPU grade's: as it was tried on GPUs
+        if template is None:
+            return None
+        self._write_config(theirs.fileno(), None)  # its parent is its keeper, which checked its own
+        watch, self.watch = os.pipe()
+        try:
+            run = template.start(argv, Path(self.config.folder), env, output, watch=watch,
+                                 pass_fds=(theirs.fileno(),), executable=self.config.python)
+        finally:
+            os.close(watch)
+        if run is None:
+            os.close(self.watch)
+            self.watch = -1
+        return run
 
     def _message(self, deadline: float) -> dict:
         """The next line-delimited JSON message from the zygote (FrameTimeout, FrameError on EOF)."""
@@ -146,7 +177,9 @@ class Worker:
         self.started_once = True
         self.protections = {str(k): str(v) for k, v in dict(hello.get("protections", {})).items()}
         self.uid, self.gid = int(hello.get("uid", os.getuid())), int(hello.get("gid", os.getgid()))
-        self.zygote_kib = int(hello.get("peak_kib", 0) or 0)
+        # A zygote forked from the template has its imports' pages without having touched them: the
+        # template's peak is what a fresh one reached by importing them.
+        self.zygote_kib = max(int(hello.get("peak_kib", 0) or 0), getattr(self.process, "peak_kib", 0))
         if self.group is not None:
             self.group_baseline = memory_group.usage_bytes(self.group) or 0
         self.ready = True
@@ -223,10 +256,12 @@ class Worker:
         the tests then see reads in the page cache alone (see `staff.sandbox.scratch_place`)."""
         if not self.running:
             return None
-        total = process_bytes_read(self.process.pid)
-        if total is None:
+        # A forked launcher's keeper is closed to a grader of the same user (not dumpable): count from the launcher.
+        roots = children(self.process.pid) if isinstance(self.process, WarmRun) else [self.process.pid]
+        counts = [process_bytes_read(pid) for pid in roots]
+        if not counts or None in counts:
             return None
-        return total + sum(process_bytes_read(pid) or 0 for pid in descendants(self.process.pid))
+        return sum(counts) + sum(process_bytes_read(pid) or 0 for root in roots for pid in descendants(root))
 
     @property
     def running(self) -> bool:
@@ -253,7 +288,9 @@ class Worker:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 kill = True
-        if kill or self.process.poll() is None:
+        if isinstance(self.process, WarmRun):
+            self._end_forked()
+        elif kill or self.process.poll() is None:
             for target in (lambda: os.killpg(self.process.pid, signal.SIGKILL),
                            lambda: os.kill(self.process.pid, signal.SIGKILL)):
                 try:
@@ -271,6 +308,19 @@ class Worker:
             if left:
                 print(f"the grader could not remove what the worker's user {self.config.uid} left: {left[:5]}",
                       file=sys.stderr)
+
+    def _end_forked(self) -> None:
+        """End a launcher forked from the template: closing the watch has its keeper kill it and every
+        process below, then end; its SIGKILL only where the keeper does not (everything below it then
+        ends by parent-death signals, or within a PID namespace with its init)."""
+        if self.watch >= 0:
+            os.close(self.watch)
+            self.watch = -1
+        try:
+            self.process.wait(timeout=KEEPER_END_S)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
 
     def close(self, kill: bool = True) -> None:
         """Stop the worker for good (`stop`) and remove its memory group, which a later `spawn` would need."""

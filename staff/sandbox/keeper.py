@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import NoReturn
@@ -85,10 +86,12 @@ def end_everything_below(rounds: int = 1000, pid: int | None = None) -> None:
         time.sleep(0.01)  # a grandchild killed but not yet reparented to this process
 
 
-def keep(start: Callable[[], int]) -> NoReturn:
+def keep(start: Callable[[], int], watch: int | None = None) -> NoReturn:
     """Be the keeper of the run that `start()` starts (it returns the run's pid, a child of this
     process): end everything below this process once the run ends, then end as it ended. SIGTERM
-    or SIGINT (the grader's time limit) kills the run at once, even one that arrives while it starts."""
+    or SIGINT (the grader's time limit) kills the run at once, even one that arrives while it starts,
+    as does the closing of `watch` (a pipe's reading end whose writer is the grader: a keeper forked
+    from a template is not the grader's child, so its parent's death does not tell it the grader died)."""
     become_subreaper()
     # Should the grader die, this keeper is told (SIGTERM) and still ends everything below it. The
     # run checks that its parent is the one that started it: that is now this keeper.
@@ -110,9 +113,12 @@ def keep(start: Callable[[], int]) -> NoReturn:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     run.append(start())
+    if watch is not None:
+        threading.Thread(target=_stop_when_closed, args=(watch,), daemon=True).start()
     if stopped:  # told before the run had a pid
         stop(stopped[0], None)
     code = os.waitstatus_to_exitcode(os.waitpid(run[0], 0)[1])
+    run.clear()  # reaped: a late SIGTERM (the watch closing now) must not kill whoever gets its pid next
     end_everything_below()
     if code < 0:  # end as the run ended, so the grader reads a kill (the kernel's, for memory) from the keeper
         if -code != signal.SIGKILL:  # whose handler cannot be set
@@ -121,6 +127,16 @@ def keep(start: Callable[[], int]) -> NoReturn:
     # No interpreter clean-up: a keeper forked from a warm template holds torch, whose teardown would cost
     # it a fifth of a second of CPU for nothing (it printed nothing and holds nothing to flush).
     os._exit(code)
+
+
+def _stop_when_closed(watch: int) -> None:
+    """Wait until the grader closes (or writes to) the other end of `watch`; then stop the run as its
+    time limit does (SIGTERM to this process, whose handler runs in the main thread)."""
+    try:
+        os.read(watch, 1)
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def main(command: list[str]) -> None:

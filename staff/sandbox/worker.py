@@ -1,6 +1,9 @@
 """The worker: a confined zygote that imports torch once, and forks a fresh child to serve each stretch of calls.
 
-Started by the grader as `python -I -S -B -u CODE/worker.py CONFIG.json`. CODE is a folder the
+Started by the grader as `python -I -S -B -u CODE/worker.py CONFIG.json`, or in a batch forked from
+the batch's worker template, an interpreter started so that had imported numpy and torch and nothing
+else (staff/sandbox/warm_template.py; CONFIG's grader_pid is then null: its keeper checked its
+parent). CODE is a folder the
 worker can read but not change, holding this file, frames.py, the confining modules (confine.py,
 user_limits.py, landlock_rules.py, syscall_filter.py), the grader's copy of `adapters/` and the
 submission's `cs336_basics/`; the worker's own folder, its working directory, is the only place
@@ -140,8 +143,8 @@ def launch(config: dict) -> None:
     import user_limits
 
     status: dict[str, str] = {"dies with the grader": confine.die_with_parent()}
-    if os.getppid() != config["grader_pid"]:
-        os._exit(3)  # the grader is already gone
+    if config["grader_pid"] is not None and os.getppid() != config["grader_pid"]:
+        os._exit(3)  # the grader is already gone (a launcher forked from the batch's template: its keeper checked)
     # First, while root and before anything is imported: all the worker's memory counted and bounded
     # in a group of its own, and the worker the kernel's first choice when memory runs out anyway.
     status["memory cgroup"] = user_limits.join_memory_group(config.get("memory_group"))

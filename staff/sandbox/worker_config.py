@@ -77,13 +77,25 @@ class WorkerConfig:
 GPU_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 
 
+# How the worker's interpreter is started (the launcher; a batch's worker template the same way).
+WORKER_FLAGS = ("-I", "-S", "-B", "-u")
+FOLDER_VARIABLES = ("HOME", "TMPDIR", "TORCHINDUCTOR_CACHE_DIR")  # the worker's own folder
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # read by torch's and numpy's libraries as they load
+
+
 def worker_environment(config: WorkerConfig, grader_environment: Mapping[str, str]) -> dict[str, str]:
     """The worker's whole environment: a fixed minimum, the GPU variables the grader has, and a
     fork-safe CUDA check (NVML), since the zygote forks a child per stretch of calls and a CUDA
     driver set up before a fork does not work after it."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": config.folder, "TMPDIR": config.folder, "LANG": "C.UTF-8",
-           "OMP_NUM_THREADS": str(config.threads), "MKL_NUM_THREADS": str(config.threads),
-           "TORCHINDUCTOR_CACHE_DIR": config.folder, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    return environment_in(config.folder, config.threads, grader_environment)
+
+
+def environment_in(folder: str, threads: int | None, grader_environment: Mapping[str, str]) -> dict[str, str]:
+    """`worker_environment` for a worker in `folder` with `threads` (None: no thread variables)."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+           **dict.fromkeys(FOLDER_VARIABLES, folder)}
+    if threads is not None:
+        env.update(dict.fromkeys(THREAD_VARIABLES, str(threads)))
     env.update({key: grader_environment[key] for key in GPU_ENVIRONMENT if key in grader_environment})
     return env
 
