@@ -95,8 +95,9 @@ class Worker:
             os.close(output_write)
         threading.Thread(target=pump, args=(output_read, self.log), daemon=True).start()
 
-    def _write_config(self, control_fd: int, grader_pid: int | None) -> None:
-        config = {**asdict(self.config), "control_fd": control_fd, "grader_pid": grader_pid}
+    def _write_config(self, control_fd: int, grader_pid: int | None, mount_namespace_fd: int | None = None) -> None:
+        config = {**asdict(self.config), "control_fd": control_fd, "grader_pid": grader_pid,
+                  "mount_namespace_fd": mount_namespace_fd}
         self.config_path.write_text(json.dumps(config))
 
     def _started(self, argv: list[str], env: dict[str, str], theirs: socket.socket, output: int) -> subprocess.Popen:
@@ -112,13 +113,17 @@ class Worker:
         template = worker_template() if not self.config.cuda else None  # a GPU grade's: as it was tried on GPUs
         if template is None:
             return None
-        self._write_config(theirs.fileno(), None)  # its parent is its keeper, which checked its own
+        # Not this process's child, so not in its mount namespace (where, as root, its disk quota's tmpfs cover
+        # the worker's folders): the launcher joins it first, through this descriptor.
+        mounts = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        self._write_config(theirs.fileno(), None, mounts)  # its parent is its keeper, which checked its own
         watch, self.watch = os.pipe()
         try:
             run = template.start(argv, Path(self.config.folder), env, output, watch=watch,
-                                 pass_fds=(theirs.fileno(),), executable=self.config.python)
+                                 pass_fds=(theirs.fileno(), mounts), executable=self.config.python)
         finally:
             os.close(watch)
+            os.close(mounts)
         if run is None:
             os.close(self.watch)
             self.watch = -1

@@ -82,6 +82,19 @@ def unshare(flags: int) -> str:
     return ON if libc.unshare(flags) == 0 else off(errno_text())
 
 
+def enter_mount_namespace(fd: int) -> str:
+    """Join the mount namespace `fd` refers to (an open /proc/PID/ns/mnt), where it is not this process's
+    own already; then close `fd`. The kernel moves the root and working folder to that namespace's root."""
+    try:
+        if libc is None:
+            return off("Linux only")
+        if os.fstat(fd).st_ino == os.stat("/proc/self/ns/mnt").st_ino:
+            return ON
+        return ON if libc.setns(fd, CLONE_NEWNS) == 0 else off(errno_text())
+    finally:
+        os.close(fd)
+
+
 NAMESPACES = {"network": CLONE_NEWNET, "pid": CLONE_NEWPID, "ipc": CLONE_NEWIPC}
 def new_namespaces() -> dict[str, str]:
     """A new network namespace (no interfaces but a loopback that is down), a new PID namespace for

@@ -32,6 +32,7 @@ signal) once it has reaped it. It ends when every holder of the control socket c
 the grader dies.
 """
 
+import fcntl
 import gc
 import importlib.util
 import json
@@ -223,7 +224,8 @@ def become_run(request: dict, log: int, watch: int | None, passed: list[tuple[in
 def only_these(passed: list[tuple[int, int]]) -> None:
     """Put each received descriptor at its number and close every other one but stdin, stdout, stderr:
     a run given descriptors (the worker's launcher) holds nothing else of the template's."""
-    moved = [os.dup(fd) for fd, _ in passed]  # out of the way of the numbers asked for
+    above = max(number for _, number in passed) + 1  # out of the way of every number asked for
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd, _ in passed]
     for fd, _ in passed:
         os.close(fd)
     for fd, (_, number) in zip(moved, passed):

@@ -145,6 +145,11 @@ def launch(config: dict) -> None:
     status: dict[str, str] = {"dies with the grader": confine.die_with_parent()}
     if config["grader_pid"] is not None and os.getppid() != config["grader_pid"]:
         os._exit(3)  # the grader is already gone (a launcher forked from the batch's template: its keeper checked)
+    if config.get("mount_namespace_fd") is not None:  # forked from the template: the grader's mounts (its disk quota)
+        entered = confine.enter_mount_namespace(config["mount_namespace_fd"])
+        if entered != confine.ON:
+            print(f"the worker could not enter the grader's mount namespace ({entered[5:]})", file=sys.stderr)
+            os._exit(3)
     # First, while root and before anything is imported: all the worker's memory counted and bounded
     # in a group of its own, and the worker the kernel's first choice when memory runs out anyway.
     status["memory cgroup"] = user_limits.join_memory_group(config.get("memory_group"))

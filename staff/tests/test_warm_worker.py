@@ -25,25 +25,29 @@ USE = """
 import dataclasses, json, sys
 from pathlib import Path
 from staff.sandbox import plugin_settings
-from staff.sandbox.client import Worker
-from staff.sandbox.process_tree import descendants
+from staff.sandbox.plugin import Sandbox
+from staff.sandbox.process_tree import children, descendants
 from staff.sandbox.warm import WarmRun
 
 read = plugin_settings.read(Path(sys.argv[1]))
-config = dataclasses.replace(read.worker, threads=int(sys.argv[2]))
-worker = Worker(config, Path(read.launch_config))
+read = dataclasses.replace(read, worker=dataclasses.replace(read.worker, threads=int(sys.argv[2])))
+sandbox = Sandbox(read)  # as the sandbox plugin makes it (as root, a tmpfs on each folder: the disk quota)
+worker = sandbox.worker
 try:
     worker.ensure_ready()
     worker.fresh_child()
+    launcher = worker.process.pid if not isinstance(worker.process, WarmRun) else children(worker.process.pid)[0]
+    with open(f"/proc/{children(launcher)[0]}/mountinfo") as handle:  # the zygote's
+        mounted = sorted((fields[4], line.split(" - ")[1].split()[0]) for line in handle
+                         if (fields := line.split())[4] in (read.worker.folder, read.worker.shared))
     if sys.argv[3:] == ["die"]:  # the grader killed with its zygote stopped: only the keeper's watch is left
         import os, signal
-        from staff.sandbox.process_tree import children
-        launcher = children(worker.process.pid)[0]
         os.kill(children(launcher)[0], signal.SIGSTOP)
         print(json.dumps({"below": [worker.process.pid, *descendants(worker.process.pid)]}), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     seen = {"forked": isinstance(worker.process, WarmRun), "protections": worker.protections,
-            "held": worker.held_past_limits(), "below": [worker.process.pid, *descendants(worker.process.pid)]}
+            "held": worker.held_past_limits(), "below": [worker.process.pid, *descendants(worker.process.pid)],
+            "mounted": mounted}
 finally:
     worker.close()
 
@@ -98,6 +102,10 @@ def test_a_forked_worker_is_confined_as_a_fresh_one_and_ends_whole(tmp_path):
                        tmp_path / "log")
     assert forked["forked"], "the launcher was not forked from the worker template"
     assert forked["protections"] == fresh["protections"], f"fresh: {fresh['protections']}\nforked: {forked}"
+    # As root, the test process's own mounts (the disk quota's tmpfs on the worker's folders) are the worker's:
+    # a forked launcher outside them wrote past the quota and never saw the files the tests wrote for it.
+    assert forked["mounted"] == fresh["mounted"], f"the zygote's mounts on its folders: {fresh} and {forked}"
+    assert os.geteuid() != 0 or [kind for _, kind in fresh["mounted"]].count("tmpfs") >= 2, fresh
     assert forked["held"] is None
     assert len(forked["below"]) >= 4, f"expected a keeper, the launcher, the zygote and a child: {forked['below']}"
     assert forked["left"] == [], f"still running after the worker was closed: {forked['left']}"
