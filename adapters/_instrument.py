@@ -83,9 +83,10 @@ class ScriptedMatmuls(TorchDispatchMode):
 
 class NoAutograd(TorchFunctionMode):
     """Makes `Tensor.backward`, `torch.autograd.backward` and `torch.autograd.grad` raise, which also
-    blocks what is built on them (`torch.func.grad`, `torch.autograd.functional.*`)."""
+    blocks what is built on them (`torch.func.grad`, `torch.autograd.functional.*`), and forward mode's
+    dual tensors (`torch._make_dual`, under `torch.autograd.forward_ad`, `torch.func.jvp` and `jacfwd`)."""
 
-    _BLOCKED = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+    _BLOCKED = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad, torch._make_dual}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in self._BLOCKED:
