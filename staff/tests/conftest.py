@@ -196,7 +196,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unsee
                   "autogroups-maps-and-cgroups-of-other-processes": [(), ("namespaces",)],
                   "timer-rewrites-the-scripted-matmuls": [()],
                   "shared-anonymous-memory-outside-every-rss": [(), ("namespaces",)],
-                  "shared-memory-unmapped-but-a-page": [(), ("namespaces",)]}
+                  "shared-memory-unmapped-but-a-page": [(), ("namespaces",)],
+                  "reach-the-worker-template": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 
