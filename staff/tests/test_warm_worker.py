@@ -12,12 +12,17 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from staff import samples
 from staff.grading import warm_start
 from staff.grading.grade import REPO_ROOT
 from staff.grading.suite_run import child_env, warm_test_processes
 from staff.sandbox.layout import build
 from staff.sandbox.settings import Settings
+
+# Each test starts a batch's two templates and confined workers (about 40 s in all): not the quick tier's.
+pytestmark = pytest.mark.slow
 
 # A test process's use of the worker: started, a child forked to serve, asked what it holds, closed; then
 # which of its processes are still alive. It prints what it saw as JSON.
