@@ -82,7 +82,6 @@ class WarmTemplate:
 
     def __init__(self, env: dict[str, str], interpreter: list[str] | None = None, options: list[str] = (),
                  varies: tuple[str, ...] = (), pass_fds: tuple[int, ...] = ()) -> None:
-        self.env, self.varies = env, varies
         self.lock = threading.Lock()
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.said = tempfile.TemporaryFile()  # what it printed: a pipe nobody read could block it
@@ -112,9 +111,9 @@ class WarmTemplate:
     @classmethod
     def inherited(cls, fd: int) -> WarmTemplate:
         """The template whose socket this process inherited at `fd` (a test process's, from its batch):
-        it checks each run's environment itself, and this process never ends it."""
+        this process never ends it."""
         template = cls.__new__(cls)
-        template.env, template.varies, template.lock = None, (), threading.Lock()
+        template.lock = threading.Lock()
         template.control, template.process, template.said = socket.socket(fileno=fd), None, None
         template.why_not = None
         return template
@@ -126,8 +125,6 @@ class WarmTemplate:
         reading end), the run ends when the caller closes the writing end; `pass_fds` are the only other
         descriptors the run holds, at the same numbers. `executable` is the Python the run must be."""
         if self.why_not is not None:
-            return None
-        if self.env is not None and any(env.get(k) != self.env.get(k) for k in {*env, *self.env} - set(self.varies)):
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         request = json.dumps({"argv": argv, "cwd": str(cwd), "env": env, "executable": executable,
