@@ -26,6 +26,7 @@ from staff.grading.suite_run import import_error, not_run, run_suite
 from staff.intake import review_marks
 from staff.intake.submission import Intake, SubmissionError, lay_package
 from staff.sandbox import confine, cuda_preflight, exposure, memory
+from staff.sandbox.call_clock import wall_limit_s
 from staff.sandbox.layout import Workspace, build
 from staff.sandbox.removal import remove_tree, scratch_folder
 from staff.sandbox.scratch_place import scratch_parent
@@ -147,8 +148,8 @@ def grade(submission: Path, settings: Settings | None = None, *, jobs: int = 1, 
                 problem = import_error(workspace.grader, settings.import_timeout_s)
             extra.append(f"--timeout={settings.test_timeout_s:g}")
         else:  # the sandbox plugin times each test's calls; pytest-timeout is the backstop, worker start included
-            extra += ["-p", "staff.sandbox.plugin", "--sandbox", str(workspace.settings),
-                      f"--timeout={settings.test_timeout_s + settings.startup_timeout_s:g}"]
+            backstop_s = wall_limit_s(settings.test_timeout_s) + settings.startup_timeout_s
+            extra += ["-p", "staff.sandbox.plugin", "--sandbox", str(workspace.settings), f"--timeout={backstop_s:g}"]
         protections, usage = {}, {}
         if problem is None:
             report, log = run_suite(workspace.grader, suites(hidden, problems), settings.run_timeout_s, verbose,

@@ -24,10 +24,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from adapters._route import process_bytes_read
-from staff.sandbox import memory, memory_group, settings
+from staff.sandbox import call_clock, memory, memory_group, settings
+from staff.sandbox.call_clock import CallDeadline, Usage
 from staff.sandbox.failures import (
     CallTimedOut,
     GraderOutOfMemory,
+    MachineBusy,
     WorkerCrashed,
     WorkerNotStarted,
     memory_failure,
@@ -74,6 +76,9 @@ class Worker:
         self.group_baseline = 0  # what the group held when the zygote said hello (torch and the adapters)
         self.grader_out_of_memory: str | None = None  # set once the container, not the code, ran out
         self.not_started: str | None = None  # set when the first zygote did not start: the grader's failure
+        self.machine_busy: str | None = None  # set when a call could not be timed for the machine's other work
+        self.serving: int | None = None  # the serving child's pid in the zygote's PID namespace
+        self.serving_here: tuple[int, int] | None = None  # the zygote's and the serving child's pids here
         self.started_once = False
 
     # -- lifetime ---------------------------------------------------------------------------------
@@ -228,6 +233,8 @@ class Worker:
             os.close(request_read)
             os.close(response_write)
         previous, why = reply.get("previous"), reply.get("previous_why")
+        self.serving = reply.get("pid") if isinstance(reply.get("pid"), int) else None
+        self.serving_here = None
         peak = reply.get("previous_peak_kib")
         self.child_peak_kib = peak if isinstance(peak, int) else 0
         self.stopped_why = why[:1000] if isinstance(why, str) else None
@@ -267,6 +274,23 @@ class Worker:
         if not counts or None in counts:
             return None
         return sum(counts) + sum(process_bytes_read(pid) or 0 for root in roots for pid in descendants(root))
+
+    def usage(self) -> Usage | None:
+        """What the serving child and the rest of the worker have used (staff/sandbox/call_clock.py), for
+        a `ChargedTime`; None where their processes cannot be found or read."""
+        pids = self._serving_here()
+        waited = call_clock.waited_s(pids[1]) if pids is not None else None
+        others = call_clock.others_s(*pids) if waited is not None else None
+        return Usage(pids[1], waited, others) if others is not None else None
+
+    def _serving_here(self) -> tuple[int, int] | None:
+        """The zygote's and the serving child's pids here, found once for each serving child."""
+        if self.serving_here is None and self.serving is not None and self.running:
+            launchers = children(self.process.pid) if isinstance(self.process, WarmRun) else [self.process.pid]
+            zygotes = [pid for launcher in launchers for pid in children(launcher)]
+            if len(zygotes) == 1 and (serving := call_clock.serving_pid(zygotes[0], self.serving)) is not None:
+                self.serving_here = zygotes[0], serving
+        return self.serving_here
 
     @property
     def running(self) -> bool:
@@ -369,12 +393,14 @@ class Worker:
 
     # -- calls ------------------------------------------------------------------------------------
 
-    def request(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
+    def request(self, header: dict, blobs: list[bytes], deadline: float | CallDeadline) -> tuple[dict, list[bytes]]:
         """Send one request to the serving child and wait for its reply until `deadline`
-        (time.monotonic()).
+        (a time.monotonic() value, or a test's `CallDeadline`).
 
         Raises:
             CallTimedOut: the deadline passed (the child is ended and replaced).
+            MachineBusy: a charged time's wall limit passed first (recorded in `machine_busy`: the grade
+                ends on it).
             WorkerCrashed: the child died or sent something that is not a reply (it is replaced); the
                 message says how it ended.
             GraderOutOfMemory: the kernel killed a process of the grade for the container's memory
@@ -383,7 +409,7 @@ class Worker:
         with self._watching_memory():
             return self._request(header, blobs, deadline)
 
-    def _request(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, list[bytes]]:
+    def _request(self, header: dict, blobs: list[bytes], deadline: float | CallDeadline) -> tuple[dict, list[bytes]]:
         if self.requests < 0:
             self.fresh_child()
         self.next_id += 1
@@ -395,8 +421,9 @@ class Worker:
                                                 MAX_REPLY_BLOB_BYTES)
                 break
             except FrameTimeout:
+                busy = self._busy(deadline) if isinstance(deadline, CallDeadline) and deadline.clock.busy else None
                 self.fresh_child()
-                raise CallTimedOut("timed out") from None
+                raise busy or CallTimedOut("timed out") from None
             except (PipeClosed, OSError) as error:
                 # A child that ended before it had read this whole call (it reads a call before running
                 # it) ended after answering its last one: a thread of the student's, a delayed exit.
@@ -416,3 +443,15 @@ class Worker:
             self.fresh_child()
             raise WorkerCrashed(f"answered request {reply.get('id')!r} instead of {self.next_id}")
         return reply, reply_blobs
+
+    def _busy(self, deadline: CallDeadline) -> MachineBusy:
+        """A test whose calls reached their wall limit while charged less than their budget: recorded in
+        `machine_busy`, for the grade to end on as the grader's failure."""
+        clock = deadline.clock
+        wall = clock.wall_s + clock.now() - deadline.started
+        self.machine_busy = self.machine_busy or (
+            f"the grading machine was too busy to time the student's code: a test's calls ran {wall:.0f} s, of which "
+            f"they waited {clock.credit_s:.0f} s for CPUs that other programs held, and were ended there; no test was "
+            f"counted (this is not the student's fault). Grade it again with fewer jobs at once or on a quieter "
+            f"machine (`staff grade --batch` grades it again on its next run)")
+        return MachineBusy(f"was ended: {self.machine_busy}")

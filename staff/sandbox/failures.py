@@ -43,6 +43,11 @@ class WorkerNotStarted(GraderFailure):
     student code): a memory limit too small for torch, a broken environment, a machine too slow."""
 
 
+class MachineBusy(GraderFailure):
+    """A call's code waited so long for CPUs that other programs held that its time limit could not be
+    judged (staff/sandbox/call_clock.py): the machine's doing, not the student's."""
+
+
 class WorkerCrashed(SandboxFailure):
     pass
 

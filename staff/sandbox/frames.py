@@ -15,6 +15,7 @@ import select
 import struct
 import sys
 import time
+from typing import Protocol
 
 MAGIC = b"CS36"
 MAX_HEADER_BYTES = 64 << 20
@@ -25,6 +26,12 @@ MAX_BLOB_BYTES = 1 << 30  # all blobs of one frame together
 # test process 751 MiB.
 MAX_HEADER_CONTAINERS = 400_000
 MAX_BLOBS = 300_000  # blobs one frame may list: one per tensor, array or bytes of the value at most
+
+
+class Deadline(Protocol):
+    """A deadline that may move (staff.sandbox.call_clock.CallClock): seconds left, 0 or less once passed."""
+
+    def left(self) -> float: ...
 
 
 class FrameError(Exception):
@@ -39,9 +46,14 @@ class PipeClosed(FrameError):
     """The other side closed its end of the pipe (it ended) before a whole frame arrived."""
 
 
-def write_frame(fd: int, header: dict, blobs: list[bytes] = (), deadline: float | None = None) -> None:
-    """Send one frame on the pipe `fd`. With a `deadline` (time.monotonic()) the pipe may be
-    non-blocking: the writer waits for room until then.
+def _left(deadline: float | Deadline) -> float:
+    """Seconds until `deadline`: a time.monotonic() value, or a clock that says (`Deadline.left`)."""
+    return deadline - time.monotonic() if isinstance(deadline, (int, float)) else deadline.left()
+
+
+def write_frame(fd: int, header: dict, blobs: list[bytes] = (), deadline: float | Deadline | None = None) -> None:
+    """Send one frame on the pipe `fd`. With a `deadline` (a time.monotonic() value, or a `Deadline`) the
+    pipe may be non-blocking: the writer waits for room until then.
 
     Raises:
         FrameTimeout: the deadline passed before the frame was all written.
@@ -50,7 +62,7 @@ def write_frame(fd: int, header: dict, blobs: list[bytes] = (), deadline: float 
     view = memoryview(b"".join([MAGIC, struct.pack(">I", len(text)), text, *blobs]))
     while view:
         if deadline is not None:
-            left = deadline - time.monotonic()
+            left = _left(deadline)
             if left <= 0:
                 raise FrameTimeout("timed out")
             if not select.select([], [fd], [], left)[1]:
@@ -61,19 +73,18 @@ def write_frame(fd: int, header: dict, blobs: list[bytes] = (), deadline: float 
             continue
 
 
-def _read_exactly(fd: int, size: int, deadline: float | None) -> bytearray:
+def _read_exactly(fd: int, size: int, deadline: float | Deadline | None) -> bytearray:
     """`size` bytes from `fd`, read straight into one buffer (no chunks joined: a blob of N bytes
     costs N bytes here, not 2N)."""
     buffer = bytearray(size)
     view, done = memoryview(buffer), 0
     while done < size:
         if deadline is not None:
-            left = deadline - time.monotonic()
+            left = _left(deadline)
             if left <= 0:
                 raise FrameTimeout("timed out")
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                raise FrameTimeout("timed out")
+            if not select.select([fd], [], [], left)[0]:
+                continue  # the deadline, asked again, says whether it has passed
         got = os.readv(fd, [view[done:done + (1 << 20)]])
         if not got:
             raise PipeClosed("the pipe was closed mid-frame" if done else "the pipe was closed")
@@ -81,9 +92,9 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytearray:
     return buffer
 
 
-def read_frame(fd: int, deadline: float | None = None, max_header: int = MAX_HEADER_BYTES,
+def read_frame(fd: int, deadline: float | Deadline | None = None, max_header: int = MAX_HEADER_BYTES,
                max_blobs: int = MAX_BLOB_BYTES) -> tuple[dict, list[bytearray]]:
-    """One frame from the pipe `fd`: (header, blobs). `deadline` is a time.monotonic() value; the
+    """One frame from the pipe `fd`: (header, blobs). `deadline` is as write_frame's; the
     header may hold `max_header` bytes and MAX_HEADER_CONTAINERS lists and objects, the blobs
     `max_blobs` bytes together. Each blob is a bytearray
     of its own, which a decoder may take over without copying it.

@@ -151,12 +151,13 @@ def _cuda_started(session: pytest.Session, sandbox: Sandbox) -> bool:
 
 def _end_on_shortage(session: pytest.Session, sandbox: Sandbox) -> None:
     """Once the kernel killed a worker process for the container's memory while the student's code
-    used little (`Worker.grader_out_of_memory`), or the first worker did not start (`Worker.not_started`:
-    a memory limit too small for torch, say), nothing more of this run speaks of the submission:
+    used little (`Worker.grader_out_of_memory`), the first worker did not start (`Worker.not_started`:
+    a memory limit too small for torch, say), or a call could not be timed for the machine's other work
+    (`Worker.machine_busy`), nothing more of this run speaks of the submission:
     note it in the report at once (the grade ends on it, and the test process may be killed next) and
     run no further test."""
-    shortage, not_started = sandbox.worker.grader_out_of_memory, sandbox.worker.not_started
-    if (shortage is None and not_started is None) or sandbox.shortage_noted:
+    shortage, failed = sandbox.worker.grader_out_of_memory, sandbox.worker.not_started or sandbox.worker.machine_busy
+    if (shortage is None and failed is None) or sandbox.shortage_noted:
         return
     sandbox.shortage_noted = True
     points = session.config.pluginmanager.get_plugin("points")
@@ -164,9 +165,9 @@ def _end_on_shortage(session: pytest.Session, sandbox: Sandbox) -> None:
         if shortage is not None:
             points.note(Note.GRADER_OUT_OF_MEMORY, shortage)
         else:
-            points.note(Note.GRADER_ERROR, not_started)
+            points.note(Note.GRADER_ERROR, failed)
     session.shouldstop = "the grading container ran out of memory" if shortage is not None else \
-        "the grader's worker did not start"
+        "the grader's worker did not start" if sandbox.worker.not_started is not None else "the machine was too busy"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -174,8 +175,9 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     sandbox = item.config.stash.get(_KEY, None)
     if sandbox is not None and sandbox.worker.grader_out_of_memory is not None:
         raise RuntimeError(f"not run: {sandbox.worker.grader_out_of_memory}")  # the grade counts no test
-    if sandbox is not None and sandbox.worker.not_started is not None:
-        raise RuntimeError(f"not run: {sandbox.worker.not_started}")  # the grade counts no test
+    for failed in (sandbox.worker.not_started, sandbox.worker.machine_busy) if sandbox is not None else ():
+        if failed is not None:
+            raise RuntimeError(f"not run: {failed}")  # the grade counts no test
     if sandbox is not None and sandbox.cuda_failure is not None:
         raise RuntimeError(f"not run: CUDA did not start in the grader's sandbox: {sandbox.cuda_failure[:300]}")
     if sandbox is not None and sandbox.import_problem is not None:

@@ -2,7 +2,8 @@
 `adapters._route.set_route`, the hook every adapter calls through) in the process that runs the tests.
 
 Each test has a time budget for the calls it makes (their durations add up, worker start-up not
-counted). When a call runs past what is left, the worker is killed, the call fails with "timed out
+counted, nor the time their code waited for CPUs that other programs held: staff/sandbox/call_clock.py).
+When a call runs past what is left, the worker is killed, the call fails with "timed out
 after N s", and every later call of the same test fails at once; the next test gets a fresh worker.
 An adapter whose calls time out or kill the worker in two tests is not run again: its later calls
 fail at once, so a submission that hangs everywhere still finishes within a bounded time.
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters import _codec, _remote_error
+from staff.sandbox.call_clock import ChargedTime
 from staff.sandbox.client import Worker
 from staff.sandbox.failures import CallTimedOut, GraderFailure, SandboxFailure, WorkerCrashed
 from staff.sandbox.quota import DiskQuota
@@ -37,19 +39,22 @@ class ReplyUnreadable(Exception):
 
 
 class WorkerRoute:
-    """Runs adapter bodies in `worker`, within `test_timeout_s` seconds of calls per test."""
+    """Runs adapter bodies in `worker`, within `test_timeout_s` seconds of calls per test (as charged: the
+    waits for CPUs other programs held are not, see staff/sandbox/call_clock.py)."""
 
     runs_here = False
 
     def __init__(self, worker: Worker, test_timeout_s: float, quota: DiskQuota | None = None) -> None:
         self.worker, self.test_timeout_s, self.quota = worker, test_timeout_s, quota
-        self.test, self.seed, self.used_s = "", 0, 0.0
+        self.test, self.seed = "", 0
+        self.clock = ChargedTime(test_timeout_s, worker.usage)  # what this test's calls were charged
         self.doomed: str | None = None
         self.echoed = 0  # characters of the worker's output shown in this test
         self.strikes: dict[str, dict[str, str]] = {}  # adapter -> test -> "timed out" or "crashed"
 
     def begin_test(self, nodeid: str, seed: int) -> None:
-        self.test, self.seed, self.used_s, self.doomed = nodeid, seed, 0.0, None
+        self.test, self.seed, self.doomed = nodeid, seed, None
+        self.clock = ChargedTime(self.test_timeout_s, self.worker.usage)
         self.echoed = 0
 
     def bytes_read(self) -> int | None:
@@ -80,12 +85,11 @@ class WorkerRoute:
                     from None
             except GraderFailure as failure:  # recorded by the worker: the grade ends on it
                 raise type(failure)(f"{name} was not run: the process for your code {failure}") from None
-        left = self.test_timeout_s - self.used_s
-        started = time.monotonic()
         request = {"op": "call", "function": f"{function.__module__}:{name}", "args": header, "seed": self.seed,
                    "test": self.test}
+        deadline = self.clock.call()
         try:
-            reply, reply_blobs = self.worker.request(request, blobs, started + left)
+            reply, reply_blobs = self.worker.request(request, blobs, deadline)
         except CallTimedOut:
             self.doomed = f"an earlier call in this test timed out after {self.test_timeout_s:g} s"
             self._strike(name, "timed out")
@@ -97,7 +101,7 @@ class WorkerRoute:
         except GraderFailure as failure:  # recorded by the worker: the grade ends on it
             raise type(failure)(f"{name}: the process running your code {failure}") from None
         finally:
-            self.used_s += time.monotonic() - started
+            deadline.end()
             self._echo_output()
         over = self.quota.exceeded() if self.quota is not None else None
         if over is not None:
@@ -159,7 +163,8 @@ class WorkerRoute:
         """Import `modules` in the worker; the error text, or None when they all import."""
         try:
             self.worker.fresh_child()
-            reply, _ = self.worker.request({"op": "import", "modules": modules}, [], time.monotonic() + timeout_s)
+            reply, _ = self.worker.request({"op": "import", "modules": modules}, [],
+                                           ChargedTime(timeout_s, self.worker.usage).call())
         except CallTimedOut:
             return f"importing your package took longer than {timeout_s:g} s (is there slow work at module level?)"
         except WorkerCrashed as crash:

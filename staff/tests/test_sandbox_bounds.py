@@ -423,8 +423,11 @@ class _HoldingWorker:
         self.why, self.fresh_children = why, 0
         self.log = type("Log", (), {"take": staticmethod(lambda: "")})()
 
-    def request(self, header: dict, blobs: list, deadline: float) -> tuple[dict, list]:
+    def request(self, header: dict, blobs: list, deadline: object) -> tuple[dict, list]:
         return {"ok": True, "value": "null"}, []
+
+    def usage(self) -> None:
+        return None
 
     def held_past_limits(self) -> str | None:
         why, self.why = self.why, None

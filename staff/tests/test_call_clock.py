@@ -1,0 +1,214 @@
+"""A call's time limit is charged for the time its code could run (staff/sandbox/call_clock.py): waits for
+CPUs that other programs held are not charged, waits the worker caused itself are, and a machine too busy
+to judge ends the grade as the grader's failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from staff import samples
+from staff.grading.grade import REPO_ROOT
+from staff.grading.suite_run import child_env
+from staff.sandbox.call_clock import ChargedTime, Usage, others_s, serving_pid, waited_s, wall_limit_s
+from staff.sandbox.layout import build
+from staff.sandbox.settings import Settings
+
+
+class Scripted:
+    """A wall clock and what the worker used, both moved by the test."""
+
+    def __init__(self) -> None:
+        self.time, self.waited, self.others, self.serving = 100.0, 0.0, 0.0, 1
+
+    def now(self) -> float:
+        return self.time
+
+    def usage(self) -> Usage:
+        return Usage(self.serving, self.waited, self.others)
+
+    def run(self, seconds: float, waited: float = 0.0, others: float = 0.0) -> None:
+        self.time, self.waited, self.others = self.time + seconds, self.waited + waited, self.others + others
+
+
+def test_a_wait_for_cpus_other_programs_held_is_not_charged():
+    # Mistake caught: the wall clock alone (an honest call beside a busy neighbour loses its test).
+    scripted = Scripted()
+    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    call = clock.call()
+    assert call.left() == pytest.approx(2.0)
+    scripted.run(2.0, waited=1.5)
+    assert call.left() == pytest.approx(1.5), "1.5 s of the 2 were a wait for a CPU: 1.5 s more to run"
+    scripted.run(1.5, waited=1.0)
+    assert call.left() == pytest.approx(1.0)
+    scripted.run(0.5)
+    call.end()
+    assert clock.charged_s() == pytest.approx(1.5) and not clock.busy
+
+
+def test_the_waits_of_many_short_calls_add_up_to_the_tests_credit():
+    # Mistake caught: each call judged alone, its wait credited only when it reached a deadline (a test of
+    # a hundred short calls, each slowed by a busy machine, lost its test: Problem 2 beside a spinner).
+    scripted = Scripted()
+    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    for _ in range(100):
+        call = clock.call()
+        scripted.run(0.03, waited=0.025)
+        assert call.left() > 0, "a short call of a test charged 0.5 s in all ended as a time-out"
+        call.end()
+
+
+def test_a_wait_the_workers_own_processes_caused_is_charged():
+    # Mistake caught: crediting every wait, so that a submission extends its own limit by running
+    # processes of its own beside the thread that serves the call.
+    scripted = Scripted()
+    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    call = clock.call()
+    scripted.run(2.0, waited=1.5, others=4.5)
+    assert call.left() == 0.0 and not clock.busy
+
+
+def test_a_fresh_child_keeps_the_credit_earned_before_it():
+    # Mistake caught: the new child's counts (from 0) read against the old child's.
+    scripted = Scripted()
+    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    call = clock.call()
+    scripted.run(2.0, waited=1.5)
+    assert call.left() == pytest.approx(1.5)
+    call.end()
+    scripted.serving, scripted.waited, scripted.others = 2, 0.0, 0.0
+    call = clock.call()
+    scripted.run(1.5, waited=1.0)
+    assert call.left() == pytest.approx(1.0), "1.5 s earned before, and the new child's 1.0 s of waiting"
+
+
+def test_a_machine_too_busy_ends_the_call_as_its_own_failure():
+    # Mistakes caught: no wall limit (a call starved for ever never ends), and a starved call ended as a
+    # time-out of the student's code.
+    scripted = Scripted()
+    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    call = clock.call()
+    while call.left() > 0:
+        scripted.run(call.left(), waited=0.97 * call.left())
+    assert clock.busy and scripted.time - 100.0 == pytest.approx(wall_limit_s(2.0))
+
+
+def test_unreadable_usage_is_the_wall_clock():
+    scripted = Scripted()
+    clock = ChargedTime(2.0, lambda: None, scripted.now)
+    call = clock.call()
+    scripted.run(2.0)
+    assert call.left() == 0.0 and not clock.busy
+
+
+def test_the_serving_child_is_found_and_its_processes_cpu_counted_once_reaped():
+    # Mistakes caught: a serving child looked up by a pid of another namespace; the other processes' CPU
+    # lost once they end and are reaped (a submission's spinners that exit before the look), or the
+    # serving thread's own CPU counted as another's.
+    child = subprocess.Popen([sys.executable, "-c", "import os, time\nif os.fork() == 0:\n"
+                              "    end = time.process_time() + 0.4\n    while time.process_time() < end: pass\n"
+                              "    os._exit(0)\nos.wait()\nend = time.process_time() + 0.4\n"
+                              "while time.process_time() < end: pass\ntime.sleep(30)"])
+    try:
+        assert serving_pid(os.getpid(), child.pid) == child.pid
+        assert serving_pid(os.getpid(), child.pid + 10**6) is None
+        assert waited_s(child.pid) is not None and waited_s(child.pid + 10**6) is None
+        deadline = time.monotonic() + 30
+        while others_s(os.getpid(), child.pid) < 0.35 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert 0.35 <= others_s(os.getpid(), child.pid) < 0.6, "its reaped child's 0.4 s, and not its own 0.4 s"
+        assert others_s(os.getpid(), child.pid + 10**6) is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+# A test process's calls into a worker pinned to one CPU: first beside three spinning processes of someone
+# else's, then with three of the worker's own. It prints what each call did as JSON.
+CALLS = """
+import json, os, subprocess, sys, time
+from pathlib import Path
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # the worker, forked below, inherits it
+from adapters import _route, dtype_memory
+from staff.sandbox import plugin_settings
+from staff.sandbox.plugin import Sandbox
+from staff.sandbox.failures import SandboxFailure
+
+sandbox = Sandbox(plugin_settings.read(Path(sys.argv[1])))
+_route.set_route(sandbox.route)
+seen = {}
+
+def timed(name, cpu_ms, own):
+    sandbox.route.begin_test(name, 0)
+    started = time.monotonic()
+    try:
+        dtype_memory.run_tensor_bytes([cpu_ms, own], "float32")
+        seen[name] = ["returned", time.monotonic() - started, sandbox.route.clock.charged_s()]
+    except SandboxFailure as failure:
+        seen[name] = [type(failure).__name__, time.monotonic() - started, str(failure)[:300]]
+
+try:
+    timed("start", 10, 0)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+                for _ in range(3)]
+    try:
+        time.sleep(0.5)
+        timed("beside", 1000, 0)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    timed("own", 1000, 3)
+finally:
+    sandbox.worker.close()
+print(json.dumps(seen))
+"""
+
+# tensor_bytes as a submission may write it: (shape[0]) ms of its thread's CPU time, after starting shape[1]
+# spinning processes of its own, each a session of its own.
+SPIN = """
+
+def tensor_bytes(shape, dtype):
+    import os
+    import time
+
+    for _ in range(shape[1]):
+        if os.fork() == 0:
+            os.setsid()
+            while True:
+                pass
+    end = time.thread_time() + shape[0] / 1000
+    while time.thread_time() < end:
+        pass
+    return 0
+"""
+
+
+@pytest.mark.slow
+def test_a_call_beside_busy_programs_keeps_its_time_and_one_busy_with_its_own_does_not(tmp_path):
+    # Mistakes caught: the wall clock alone ("beside" times out: its thread had a quarter of a CPU), and
+    # every wait credited ("own" returns after 4 s: its spinners are its own). Tried: both.
+    package = samples.reference(tmp_path / "submission")
+    with (package / "dtype_memory.py").open("a") as handle:
+        handle.write(SPIN)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    settings = build(scratch, REPO_ROOT, package, ("adapters",), False, Settings(threads=1, test_timeout_s=2.0))
+    done = subprocess.run([sys.executable, "-c", CALLS, str(settings.settings)], capture_output=True, text=True,
+                          env={**child_env(REPO_ROOT), "STAFF_GRADER_PID": str(os.getpid())}, cwd=REPO_ROOT,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    what, wall, charged = seen["beside"]
+    assert what == "returned", f"1 s of CPU beside three spinning programs, limit 2 s: {seen['beside']}"
+    assert wall > 2.0, f"the spinners took no CPU from the call (so nothing was tried): {seen['beside']}"
+    assert charged < 2.0
+    what, wall, said = seen["own"]
+    assert what == "CallTimedOut", f"1 s of CPU beside three spinners of its own, limit 2 s: {seen['own']}"
+    assert wall < 4.0, seen["own"]
