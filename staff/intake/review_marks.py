@@ -18,7 +18,9 @@ syntax error, a codec the code registers at run time) is a mark itself.
 
 from __future__ import annotations
 
+import _string
 import ast
+import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -50,6 +52,8 @@ MODULES = {
     "torch.overrides": "torch's function-mode machinery (torch.overrides)", "torch.ops": "torch's operator table",
     "operator": None,  # attrgetter and methodcaller only: see CALLS
     "pickle": None, "dill": None, "cloudpickle": None,  # their loads only: see PICKLE_LOADS
+    # A subclass is handed each object a format string's fields name ("{0.modules[importlib]}"), by text.
+    "string.Formatter": "objects fetched by names written in text (string.Formatter)",
 }
 # The grader's own code in the worker: the adapters (whose globals the tests' checks read when they run) and
 # the worker's modules. Honest code imports none of it.
@@ -85,8 +89,13 @@ NAMED_BY_TEXT = {"getattr", "setattr", "delattr", "hasattr"}  # honest with a wr
 PICKLE_LOADS = {"load", "loads", "Unpickler"}
 # Private torch names honest code uses: torch's multi-tensor updates, which the handout's AdaGrad may use.
 PRIVATE_ALLOWED_PREFIXES = ("_foreach_",)
+# Names with an underscore that the standard library documents as public, and that reach no instrument.
+DOCUMENTED_UNDERSCORED = {"os._exit"}
 COMPILED = (".so", ".pyd", ".dll", ".dylib")  # the intake leaves out .pyc files and __pycache__ already
-OWN_OBJECTS = {"self", "cls"}  # a method's own object: its attributes and its __dict__ are the student's
+# A method's own object, whose __dict__ it may write by written-out public names (`self.__dict__["w"] = v`,
+# `self.__dict__.update(...)`). Not read: any function may be called with any object as its `self` (an
+# unbound method, a default `self=sys`), and a read hands out what the object holds (`sys.__dict__`).
+OWN_OBJECTS = {"self", "cls"}
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,7 @@ class _Look(ast.NodeVisitor):
         self.file, self.marks = file, []
         self.aliases: dict[str, str] = {}  # a name bound to another package's module or object -> its path
         self.called: set[int] = set()  # the Name nodes called where they stand (`eval(...)`, not `e = eval`)
+        self.own_writes: set[int] = set()  # the `self.__dict__` nodes only written to (see OWN_OBJECTS)
 
     def mark(self, node: ast.AST, what: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -163,7 +173,8 @@ class _Look(ast.NodeVisitor):
             full = f"{node.module}.{alias.name}"
             if alias.name == "*":
                 continue
-            if _private(alias.name) or alias.name in ATTRIBUTES or (top == "sys" and alias.name in SYS_ATTRIBUTES):
+            if (_private(alias.name) and full not in DOCUMENTED_UNDERSCORED) or alias.name in ATTRIBUTES or \
+                    (top == "sys" and alias.name in SYS_ATTRIBUTES):
                 self.mark(node, f"a private name ({full})")
             elif top in ("pickle", "dill", "cloudpickle") and alias.name in PICKLE_LOADS:
                 self.mark(node, f"objects built by name from bytes ({full})")
@@ -210,11 +221,12 @@ class _Look(ast.NodeVisitor):
         if node.attr in ATTRIBUTES or (top == "sys" and node.attr in SYS_ATTRIBUTES):
             self.mark(node, f"{node.attr} (frames, closures, torch's dispatch, autograd's graph or the objects "
                             f"behind the grader's checks)")
-        elif node.attr == "__dict__" and not (chain and len(chain) == 2 and chain[0] in OWN_OBJECTS):
+        elif node.attr == "__dict__" and not (chain and len(chain) == 2 and chain[0] in OWN_OBJECTS
+                                               and id(node) in self.own_writes):
             self.mark(node, "an object's attributes as a dict (__dict__)")
         elif chain and root is not None:
             full = ".".join([root, *chain[1:]])
-            if _private(node.attr):
+            if _private(node.attr) and full not in DOCUMENTED_UNDERSCORED:
                 self.mark(node, f"a private name ({full})")
             elif full in MODULES and MODULES[full]:
                 self.mark(node, MODULES[full])
@@ -230,7 +242,16 @@ class _Look(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        key = node.slice
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(key, ast.Constant) and isinstance(key.value, str) \
+                and not _private(key.value) and key.value not in ATTRIBUTES | SYS_ATTRIBUTES:
+            self.own_writes.add(id(node.value))  # `x.__dict__["w"] = v`: a write by a public name
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "update":
+            self.own_writes.add(id(node.func.value))  # `x.__dict__.update(...)`: writes only
         if isinstance(node.func, ast.Name):
             self.called.add(id(node.func))
         name = node.func.id if isinstance(node.func, ast.Name) else \
@@ -263,8 +284,36 @@ class _Look(ast.NodeVisitor):
             self.mark(node, f"{node.id} passed as a value (called where it stands, it would be read)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and node.value in HOOKS:  # type("T", bases, {"__torch_dispatch__": ...})
+        if not isinstance(node.value, str):
+            return
+        if node.value in HOOKS:  # type("T", bases, {"__torch_dispatch__": ...})
             self.mark(node, f"a class hooked into torch's dispatch ({node.value})")
+        elif _names_a_module(node.value, GRADER_MODULES):  # importlib.import_module("adapters.strides")
+            self.mark(node, f"the grader's own code named in text ({node.value})")
+        elif "{" in node.value and (name := _format_field_reaching(node.value)) is not None:
+            self.mark(node, f"{name} named in a format string's field")
+
+
+def _names_a_module(text: str, tops: frozenset[str]) -> bool:
+    """Whether `text` is a dotted name (`a.b.c`, nothing else) below one of `tops`, or is "adapters"
+    (a bare "tests" or "staff" is a word honest code may write)."""
+    parts = text.split(".")
+    return parts[0] in tops and all(part.isidentifier() for part in parts) and (len(parts) > 1 or text == "adapters")
+
+
+def _format_field_reaching(text: str) -> str | None:
+    """The first attribute or key a format string's fields name (`"{0.f_back}"`, `"{0.modules[gc]}"`) that
+    leads to frames, the import system or a private name, as the scan's attributes do; None if none."""
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(text) if field]
+        for field in fields:
+            _, rest = _string.formatter_field_name_split(field)
+            for _, name in rest:
+                if isinstance(name, str) and (_private(name) or name in ATTRIBUTES or name in SYS_ATTRIBUTES):
+                    return name
+    except ValueError:  # not a format string: nothing is looked up
+        return None
+    return None
 
 
 def marks_in(source: bytes | str, file: str) -> list[Mark]:

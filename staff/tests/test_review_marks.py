@@ -88,6 +88,18 @@ REACHING = {
     "a codec the code registers": b"# coding: notes_rot13\nimport torch\n",
     "a syntax error": "def f(:\n",
     "fullwidth letters": "import torch\ny = torch.\uff4f\uff50\uff53.aten\n",  # NFKC: the parser reads `ops`
+    # `self` is whatever a function is called with (a default, an unbound method): a read of its __dict__
+    # hands out what any object holds, sys.modules and torch._C by key.
+    "a dict read through a self that defaults to sys": "import sys\ndef t(self=sys):\n"
+                                                         "    return self.__dict__['modules']\n",
+    "a method's dict read by a computed key": "class A:\n    def f(self, name):\n"
+                                              "        return self.__dict__[name]\n",
+    "a method's whole dict handed out": "class A:\n    def f(self):\n        return self.__dict__\n",
+    "a private name written through a method's dict": "class A:\n    def f(self, v):\n"
+                                                      "        self.__dict__['_C'] = v\n",
+    "objects fetched by a format string's fields": "from string import Formatter\n",
+    "a format field naming the import system": "x = '{0.modules[importlib]}'.format(y)\n",
+    "the grader's module named in text": "m = loader.import_module('adapters.strides')\n",
 }
 
 
@@ -119,7 +131,13 @@ HONEST = {
     "safe loads": "import torch\nimport numpy as np\ntorch.load(p, weights_only=True)\n"
                   "np.load(p, allow_pickle=False)\n",
     "a namespace": "from types import SimpleNamespace\n",
-    "an instance's own dict": "class A:\n    def f(self):\n        return self.__dict__\n",
+    "an instance's own dict written by public names": "class A:\n    def f(self, **k):\n"
+                                                       "        self.__dict__.update(k)\n"
+                                                       "        self.__dict__['w'] = 1\n",
+    "a child's exit": "import os\nfrom os import _exit\nos._exit(0)\n",
+    "format strings with fields and keys": "print('{:.3f} {0[loss]} {name}'.format(1.0, name=2))\n",
+    "words that name the grader's folders": '"""Called by the adapters; see tests and staff."""\n'
+                                            "folder, role = 'tests', 'staff'\n",
 }
 
 
