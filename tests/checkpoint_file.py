@@ -7,7 +7,8 @@ gigabytes or minutes, and a huge declared size makes torch allocate it. `read_ch
 scans the file without building any object: the zip archive's directory (entries, sizes), then
 the pickle in it (`data.pkl`), opcode by opcode (`pickletools.genops`), keeping per value only its
 expanded size (the objects a traversal visits, a shared value counted each time it is used), its
-nesting depth and, for small values, the value itself. A file past a bound is refused, saying what
+nesting depth and, for small values, the value itself. A file larger than MAX_FILE_BYTES is refused
+before it is read. A file past a bound is refused, saying what
 was found; only then does `torch.load(weights_only=True)` read it, and the tensors it built are
 checked against their storages.
 
@@ -27,6 +28,7 @@ values and one zip entry per tensor.
 from __future__ import annotations
 
 import io
+import os
 import pickletools
 import struct
 import warnings
@@ -39,6 +41,7 @@ import torch
 
 from tests.checks import explain, student_file_bytes
 
+MAX_FILE_BYTES = 32 << 20  # the tests' models and optimizer states save in a few KiB; read whole, twice over
 MAX_ENTRIES = 100_000  # zip entries: an honest checkpoint has one per tensor storage, and 6 more
 MAX_DIRECTORY_ENTRY_BYTES = 46 + 1024 + 128  # a directory entry's fixed part, a long name, a zip64 extra field
 MAX_NOTE_BYTES = 1024  # a record beside data.pkl and the storages (byteorder, version: a few bytes each)
@@ -464,8 +467,15 @@ def read_checkpoint(path: Path, *, inputs: str, see: str) -> Any:
     """`torch.load(path, weights_only=True)` of a file student code wrote, once `scan_checkpoint` has
     passed it; a refused file fails the test with what was found and what is read. `inputs` and
     `see` are the calling test's (what went in; its handout section)."""
-    data = student_file_bytes(Path(path))
     try:
+        size = os.lstat(path).st_size
+    except OSError:
+        size = 0  # student_file_bytes says what is wrong
+    try:
+        if size > MAX_FILE_BYTES:  # refused before a byte of it is read: it would cost the test its size twice
+            raise Refused(f"a file of {size:,} bytes", f"a checkpoint of at most {MAX_FILE_BYTES >> 20} MiB (these "
+                          f"tests' models and optimizer states save in a few KiB)")
+        data = student_file_bytes(Path(path), MAX_FILE_BYTES)
         scan_checkpoint(data)
         loaded = torch.load(io.BytesIO(data), weights_only=True)
         _check_tensors(loaded)

@@ -142,10 +142,11 @@ def write_token_file(path: Path | str, data: bytes = b"", *, size: int | None = 
     return str(path)
 
 
-def student_file_bytes(path: Path, limit: int = 256 << 20) -> bytes:
+def student_file_bytes(path: Path, limit: int = 32 << 20) -> bytes:
     """The bytes of a file that student code wrote, read with care: a symbolic link is not followed,
-    a FIFO or device is not opened for reading, and at most `limit` bytes are read, since code under
-    test may have left anything under that name."""
+    a FIFO or device is not opened for reading, and a file of more than `limit` bytes is refused, since
+    code under test may have left anything under that name (the files the tests read back are
+    checkpoints of small models: a few KiB)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as error:

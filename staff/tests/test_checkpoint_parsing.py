@@ -21,7 +21,7 @@ import torch
 
 from adapters._parts import StandInCruncher
 from tests import checkpoint_file
-from tests.checkpoint_file import MAX_DEPTH, read_checkpoint, scan_checkpoint
+from tests.checkpoint_file import MAX_DEPTH, MAX_FILE_BYTES, read_checkpoint, scan_checkpoint
 from tests.checks import explain
 from tests.failure_output import MAX_SHOWN_CHARS, shown
 
@@ -117,6 +117,25 @@ def test_an_honest_checkpoint_loads_unchanged(tmp_path):
     assert same(loaded, torch.load(path, weights_only=True))
     assert same(loaded["model"], model.state_dict()) and same(loaded["optimizer"], optimizer.state_dict())
     assert loaded["iteration"] == 2 and loaded["tied"][0] is loaded["tied"][1]
+
+
+def test_a_file_past_the_size_bound_is_refused_before_it_is_read(tmp_path, no_load):
+    # Catches a bound on structure alone: a valid state dict plus one 240 MiB tensor of zeros passes every
+    # other check and cost the test process its size twice (the bytes read, the storage built): 381 MiB.
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"model": {"w": torch.ones(4)}, "iteration": 1}, path)
+    with path.open("r+b") as handle:  # a sparse tail: the size is what is judged, before any read
+        handle.truncate(MAX_FILE_BYTES + 1)
+    tracemalloc.start()
+    try:
+        with pytest.raises(AssertionError) as raised:
+            read_checkpoint(path, inputs=INPUTS, see=SEE)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    message = str(raised.value)
+    assert f"a file of {MAX_FILE_BYTES + 1:,} bytes" in message and "at most 32 MiB" in message, message
+    assert peak < 1 << 20, f"the refusal read the file: {peak:,} bytes traced"
 
 
 def test_references_shared_through_the_memo_are_refused_before_loading(tmp_path, no_load):
