@@ -85,37 +85,43 @@ def descendants(pid: int | str = "self") -> list[int]:
     return found
 
 
-def _vmpte_kib(status: str) -> int | None:
-    """VmPTE from the /proc status file at `status` (KiB); None where it has none or cannot be read."""
+def _held_kib(status: str) -> tuple[int, int] | None:
+    """VmPTE and RssAnon from the /proc status file at `status` (KiB); None where it has none (a zombie, a
+    leader whose thread has exited) or cannot be read."""
+    tables = anonymous = None
     try:
         with open(status) as handle:
             for line in handle:
-                if line.startswith("VmPTE:"):
-                    return int(line.split()[1])
+                if line.startswith("RssAnon:"):
+                    anonymous = int(line.split()[1])
+                elif line.startswith("VmPTE:"):
+                    tables = int(line.split()[1])
+                    break  # after RssAnon in every kernel's order
     except (OSError, ValueError, IndexError):
         pass
-    return None
+    return (tables, anonymous or 0) if tables is not None else None
 
 
-def _living(pid: int) -> tuple[str, int]:
+def _living(pid: int) -> tuple[str, int, int]:
     """The /proc folder that shows process `pid`'s descriptors, maps and working folder, and the page
-    tables it holds (VmPTE, KiB; 0 for a process that is gone or a zombie).
+    tables and private anonymous memory it holds (VmPTE, RssAnon, KiB; 0 for a process that is gone or a
+    zombie).
 
     A process whose first thread has exited on its own (the thread-only exit call) lives on in its
     other threads, and its own folder then shows no memory, descriptors or maps at all: those are
     read from a living thread's folder (/proc/PID/task/TID), which shows the process's whole."""
-    held = _vmpte_kib(f"/proc/{pid}/status")
+    held = _held_kib(f"/proc/{pid}/status")
     if held is not None:
-        return f"/proc/{pid}", held
+        return f"/proc/{pid}", *held
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return f"/proc/{pid}", 0
+        return f"/proc/{pid}", 0, 0
     for task in tasks[:MOST_PROCESSES]:
-        held = _vmpte_kib(f"/proc/{pid}/task/{task}/status")
+        held = _held_kib(f"/proc/{pid}/task/{task}/status")
         if held is not None:
-            return f"/proc/{pid}/task/{task}", held  # the threads share one address space and file table
-    return f"/proc/{pid}", 0
+            return f"/proc/{pid}/task/{task}", *held  # the threads share one address space and file table
+    return f"/proc/{pid}", 0, 0
 
 
 def page_tables_kib(pid: int) -> int:
@@ -123,15 +129,42 @@ def page_tables_kib(pid: int) -> int:
     return _living(pid)[1]
 
 
-def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int] | None = None) -> str | None:
+def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int] | None = None,
+                           memory: MemoryLimit | None = None) -> str | None:
     """Why the processes below this one (or `pids`) must end, when their page tables together hold more
-    than `limit_kib` (as the words that follow "the process running your code"); else None."""
-    held = sum(page_tables_kib(pid) for pid in (descendants() if pids is None else pids))
-    if held <= limit_kib:
+    than `limit_kib`, or the memory they grew past what they shared with the zygote more than `memory`
+    allows (as the words that follow "the process running your code"); else None."""
+    held = [_living(pid)[1:] for pid in (descendants() if pids is None else pids)]
+    tables = sum(kib for kib, _ in held)
+    if tables > limit_kib:
+        return (f"was stopped by the grader: your code's processes held {tables / 1024:.0f} MiB of page tables "
+                f"(the kernel's maps of their memory), past the {limit_kib / 1024:.0f} MiB a grade allows; memory "
+                f"mapped in many small pieces far apart costs page tables out of proportion to its size")
+    grown = sum(max(kib - memory.shared_kib, 0) for _, kib in held) if memory is not None else 0
+    if memory is not None and grown > memory.limit_kib:
+        return (f"was stopped by the grader: your code's {len(held)} processes held {grown / 1024:.0f} MiB of memory "
+                f"together, past the {memory.limit_kib / 2**20:g} GiB a grade's processes may hold in all "
+                f"(--memory-gib)")
+    return None
+
+
+@dataclass(frozen=True)
+class MemoryLimit:
+    """What the worker's processes may hold together where no memory group of its own counts it (an
+    ordinary user's grade, a container): each process's private anonymous memory (RssAnon) past what it
+    shares with the zygote from the fork (the zygote's own, at most: torch's), summed (KiB)."""
+
+    limit_kib: int
+    shared_kib: int
+
+
+def zygote_memory_limit(limit_bytes: int | None, group: str | None) -> MemoryLimit | None:
+    """The limit for a zygote whose processes may hold `limit_bytes` together; None where a memory group
+    (`group`) counts them, or none is set."""
+    if not limit_bytes or group:
         return None
-    return (f"was stopped by the grader: your code's processes held {held / 1024:.0f} MiB of page tables (the "
-            f"kernel's maps of their memory), past the {limit_kib / 1024:.0f} MiB a grade allows; memory mapped "
-            f"in many small pieces far apart costs page tables out of proportion to its size")
+    own = _living(os.getpid())[2]
+    return MemoryLimit(limit_bytes >> 10, own)
 
 
 @dataclass(frozen=True)
@@ -290,9 +323,10 @@ def files_past_limits(limits: FileLimits, pids: list[int] | None = None) -> str 
     return None
 
 
-def held_past_limits(limits: FileLimits, files: bool = True) -> str | None:
-    """Why the processes below this one must end, else None: their page tables, and with `files`
-    what `files_past_limits` counts too (a look of a few ms: the zygote takes it about every 0.5 s and
-    after each call, the page tables every 50 ms)."""
+def held_past_limits(limits: FileLimits, files: bool = True, memory: MemoryLimit | None = None) -> str | None:
+    """Why the processes below this one must end, else None: their page tables and the memory they hold
+    together (`memory`, where no memory group counts it), and with `files` what `files_past_limits`
+    counts too (a look of a few ms: the zygote takes it about every 0.5 s and after each call, the rest
+    every 50 ms)."""
     pids = descendants()
-    return page_tables_past_limit(pids=pids) or (files_past_limits(limits, pids) if files else None)
+    return page_tables_past_limit(pids=pids, memory=memory) or (files_past_limits(limits, pids) if files else None)

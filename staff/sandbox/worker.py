@@ -298,12 +298,13 @@ def zygote(config: dict, status: dict[str, str]) -> None:
     child, ended = None, None  # the serving child; how one the zygote ended itself ended (code, peak, why)
     limits, watches = process_tree.file_limits(config["limits"]["disk_bytes"], config["limits"]["file_bytes"],
                                              [config["folder"], config["shared"]], config["count_mappings"]), 0
+    memory = process_tree.zygote_memory_limit(config["limits"]["memory_bytes"], config.get("memory_group"))
     while True:
         if child is not None and not select.select([control], [], [], process_tree.WATCH_INTERVAL_S)[0]:
             watches += 1  # since the open files were last looked at
             files = process_tree.file_look_due(watches)
             watches = 0 if files else watches
-            why = process_tree.held_past_limits(limits, files=files)
+            why = process_tree.held_past_limits(limits, files=files, memory=memory)
             if why is not None:  # its pipes close, and the grader asks for a fresh child and hears why
                 ended, child = (*_end_children(child, init, baseline_kib), why), None
             continue
@@ -313,7 +314,8 @@ def zygote(config: dict, status: dict[str, str]) -> None:
             message, fds = b"", []
         if message == process_tree.CHECK and not fds:  # after a call: what its processes hold now, or why it ended
             why = ended[2] if ended is not None else None
-            if why is None and child is not None and (why := process_tree.held_past_limits(limits)) is not None:
+            if why is None and child is not None and \
+                    (why := process_tree.held_past_limits(limits, memory=memory)) is not None:
                 ended, child = (*_end_children(child, init, baseline_kib), why), None
             control.sendall(json.dumps({"op": "checked", "why": why}).encode() + b"\n")
             continue

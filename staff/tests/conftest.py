@@ -197,7 +197,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unsee
                   "timer-rewrites-the-scripted-matmuls": [()],
                   "shared-anonymous-memory-outside-every-rss": [(), ("namespaces",)],
                   "shared-memory-unmapped-but-a-page": [(), ("namespaces",)],
-                  "reach-the-worker-template": [(), ("namespaces",)]}
+                  "reach-the-worker-template": [(), ("namespaces",)], "checkpoint-of-a-quarter-gigabyte": [()],
+                  "memory-of-children-summed-past-the-limit": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -327,3 +327,46 @@ def test_shared_memory_with_no_file_counts_at_its_whole_size(held, stopped):
         assert why is not None and "320 MiB of shared memory with no file" in why, why
     else:
         assert why is None, why
+
+
+_MEMORY_PROBE = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import process_tree
+
+MIB = 1 << 20
+inherited = bytearray(os.urandom(64 * MIB))  # the zygote's own: every fork starts by sharing it
+limit = process_tree.zygote_memory_limit(int(sys.argv[2]) * MIB, None)
+reader, writer = os.pipe()
+for _ in range(4):  # four children, each 48 MiB of its own beside the 64 MiB shared with this process
+    if os.fork() == 0:
+        own = bytearray(os.urandom(48 * MIB))
+        os.write(writer, b"x")
+        time.sleep(60)
+        os._exit(0)
+for _ in range(4):
+    os.read(reader, 1)
+found = {"past": process_tree.page_tables_past_limit(memory=limit),
+         "grouped": process_tree.zygote_memory_limit(int(sys.argv[2]) * MIB, "/sys/fs/cgroup/worker")}
+for pid in process_tree.descendants():
+    os.kill(pid, 9)
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RssAnon and /proc/PID/task/*/children are Linux's")
+def test_memory_held_by_many_processes_counts_together_and_what_the_fork_shared_does_not():
+    # Mistakes caught: memory bounded per process only (twelve children each under the address-space limit
+    # held 6 GiB under --memory-gib 5 as an ordinary user: the red team's memory-of-children-summed-past-
+    # the-limit), and a sum of RSS that counts the zygote's memory (torch) again in every fork, which an
+    # honest pool of a few processes would pass.
+    def probe(limit_mib: int) -> dict:
+        done = subprocess.run([sys.executable, "-I", "-c", _MEMORY_PROBE, str(SANDBOX), str(limit_mib)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    held = probe(160)  # 4 x 48 MiB = 192 MiB of their own
+    assert held["past"] is not None and "4 processes held" in held["past"] and "(--memory-gib)" in held["past"], held
+    assert probe(240)["past"] is None, "the 64 MiB each child shares with its parent was counted again"
+    assert held["grouped"] is None, "a memory group of the worker's own counts it: no second count"
