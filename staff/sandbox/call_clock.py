@@ -126,12 +126,14 @@ class ChargedTime:
     processes used since then, between the calls too (which errs toward charging more)."""
 
     def __init__(self, budget_s: float, usage: Callable[[], Usage | None],
-                 now: Callable[[], float] = time.monotonic) -> None:
+                 now: Callable[[], float] = time.monotonic, own_waited: Callable[[], float] = own_waited_s) -> None:
         self.budget_s, self.wall_limit_s, self._usage, self.now = budget_s, wall_limit_s(budget_s), usage, now
+        self.own_waited = own_waited  # the grader's thread's wait for a CPU so far (s)
         self.wall_s = 0.0  # the wall-clock seconds of the test's calls that ended
         self.grader_waited_s = 0.0  # the grader's own wait for a CPU within those calls
         self.credit_s = 0.0  # the seconds not charged, as of the last look
-        self.banked_s = 0.0  # the credit earned with serving children that have since ended
+        self.serving_waited_s = 0.0  # the serving thread's wait since the base, as of the last look
+        self.banked_s = 0.0  # the waits of serving children that have since ended, as of their last look
         self.base: Usage | None = None
         self.busy = False  # the wall limit passed before the budget was charged
 
@@ -163,10 +165,12 @@ class ChargedTime:
         if now is None:
             return
         if now.serving != self.base.serving:  # a fresh child, forked since the base was read: it waited since
-            self.banked_s, self.base = self.credit_s, Usage(now.serving, 0.0, self.base.others_s)
-        waited = now.waited_s - self.base.waited_s + self.grader_waited_s + grader_waited_s
+            self.banked_s += self.serving_waited_s
+            self.base = Usage(now.serving, 0.0, self.base.others_s)
+        self.serving_waited_s = now.waited_s - self.base.waited_s
+        waited = self.banked_s + self.serving_waited_s + self.grader_waited_s + grader_waited_s
         others = max(now.others_s - self.base.others_s, 0.0)
-        self.credit_s = self.banked_s + max(waited - others, 0.0)
+        self.credit_s = max(waited - others, 0.0)
 
 
 class CallDeadline:
@@ -174,7 +178,7 @@ class CallDeadline:
 
     def __init__(self, clock: ChargedTime) -> None:
         self.clock = clock
-        self.started, self.grader_before = clock.now(), own_waited_s()
+        self.started, self.grader_before = clock.now(), clock.own_waited()
         self.until = self.started + max(min(clock.budget_s - clock.charged_s(), clock.wall_limit_s - clock.wall_s), 0)
 
     def left(self) -> float:
@@ -182,10 +186,10 @@ class CallDeadline:
         now = self.clock.now()
         if now < self.until:
             return self.until - now
-        self.until = now + self.clock.look(now - self.started, own_waited_s() - self.grader_before)
+        self.until = now + self.clock.look(now - self.started, self.clock.own_waited() - self.grader_before)
         return self.until - now
 
     def end(self) -> None:
         """End the call: its wall-clock seconds and the grader's wait, added to the test's."""
         self.clock.wall_s += self.clock.now() - self.started
-        self.clock.grader_waited_s += own_waited_s() - self.grader_before
+        self.clock.grader_waited_s += self.clock.own_waited() - self.grader_before

@@ -24,22 +24,29 @@ class Scripted:
     """A wall clock and what the worker used, both moved by the test."""
 
     def __init__(self) -> None:
-        self.time, self.waited, self.others, self.serving = 100.0, 0.0, 0.0, 1
+        self.time, self.waited, self.others, self.serving, self.grader = 100.0, 0.0, 0.0, 1, 0.0
 
     def now(self) -> float:
         return self.time
 
+    def grader_waited(self) -> float:
+        return self.grader
+
+    def clock(self, budget_s: float = 2.0, usage=None) -> ChargedTime:
+        return ChargedTime(budget_s, usage or self.usage, self.now, self.grader_waited)
+
     def usage(self) -> Usage:
         return Usage(self.serving, self.waited, self.others)
 
-    def run(self, seconds: float, waited: float = 0.0, others: float = 0.0) -> None:
+    def run(self, seconds: float, waited: float = 0.0, others: float = 0.0, grader: float = 0.0) -> None:
         self.time, self.waited, self.others = self.time + seconds, self.waited + waited, self.others + others
+        self.grader += grader
 
 
 def test_a_wait_for_cpus_other_programs_held_is_not_charged():
     # Mistake caught: the wall clock alone (an honest call beside a busy neighbour loses its test).
     scripted = Scripted()
-    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    clock = scripted.clock()
     call = clock.call()
     assert call.left() == pytest.approx(2.0)
     scripted.run(2.0, waited=1.5)
@@ -55,7 +62,7 @@ def test_the_waits_of_many_short_calls_add_up_to_the_tests_credit():
     # Mistake caught: each call judged alone, its wait credited only when it reached a deadline (a test of
     # a hundred short calls, each slowed by a busy machine, lost its test: Problem 2 beside a spinner).
     scripted = Scripted()
-    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    clock = scripted.clock()
     for _ in range(100):
         call = clock.call()
         scripted.run(0.03, waited=0.025)
@@ -67,31 +74,45 @@ def test_a_wait_the_workers_own_processes_caused_is_charged():
     # Mistake caught: crediting every wait, so that a submission extends its own limit by running
     # processes of its own beside the thread that serves the call.
     scripted = Scripted()
-    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    clock = scripted.clock()
     call = clock.call()
     scripted.run(2.0, waited=1.5, others=4.5)
     assert call.left() == 0.0 and not clock.busy
 
 
 def test_a_fresh_child_keeps_the_credit_earned_before_it():
-    # Mistake caught: the new child's counts (from 0) read against the old child's.
+    # Mistakes caught: the new child's counts (from 0) read against the old child's; the credit earned
+    # before counted again with the new child's (the grader's waits twice).
     scripted = Scripted()
-    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    clock = scripted.clock()
     call = clock.call()
-    scripted.run(2.0, waited=1.5)
+    scripted.run(2.0, waited=1.0, grader=0.5)
     assert call.left() == pytest.approx(1.5)
     call.end()
     scripted.serving, scripted.waited, scripted.others = 2, 0.0, 0.0
     call = clock.call()
     scripted.run(1.5, waited=1.0)
     assert call.left() == pytest.approx(1.0), "1.5 s earned before, and the new child's 1.0 s of waiting"
+    scripted.run(1.0, waited=0.5)
+    assert call.left() == pytest.approx(0.5), "the second look: 0.5 s more charged, none counted twice"
+
+
+def test_the_graders_own_wait_within_a_call_is_not_charged():
+    # Mistake caught: the serving thread's wait alone credited: on a busy machine the grader's thread also
+    # waits to write each request and to wake for each reply (the reference lost a Problem 2 test of many
+    # short calls beside a spinner, its worker's waits credited).
+    scripted = Scripted()
+    clock = scripted.clock()
+    call = clock.call()
+    scripted.run(2.0, waited=0.5, grader=1.0)
+    assert call.left() == pytest.approx(1.5)
 
 
 def test_a_machine_too_busy_ends_the_call_as_its_own_failure():
     # Mistakes caught: no wall limit (a call starved for ever never ends), and a starved call ended as a
     # time-out of the student's code.
     scripted = Scripted()
-    clock = ChargedTime(2.0, scripted.usage, scripted.now)
+    clock = scripted.clock()
     call = clock.call()
     while call.left() > 0:
         scripted.run(call.left(), waited=0.97 * call.left())
@@ -100,7 +121,7 @@ def test_a_machine_too_busy_ends_the_call_as_its_own_failure():
 
 def test_unreadable_usage_is_the_wall_clock():
     scripted = Scripted()
-    clock = ChargedTime(2.0, lambda: None, scripted.now)
+    clock = scripted.clock(usage=lambda: None)
     call = clock.call()
     scripted.run(2.0)
     assert call.left() == 0.0 and not clock.busy
