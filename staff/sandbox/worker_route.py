@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters import _codec, _remote_error
-from staff.sandbox.call_clock import ChargedTime
+from staff.sandbox.call_clock import ChargedTime, Usage
 from staff.sandbox.client import Worker
 from staff.sandbox.failures import CallTimedOut, GraderFailure, SandboxFailure, WorkerCrashed
 from staff.sandbox.quota import DiskQuota
@@ -47,15 +47,18 @@ class WorkerRoute:
     def __init__(self, worker: Worker, test_timeout_s: float, quota: DiskQuota | None = None) -> None:
         self.worker, self.test_timeout_s, self.quota = worker, test_timeout_s, quota
         self.test, self.seed = "", 0
-        self.clock = ChargedTime(test_timeout_s, worker.usage)  # what this test's calls were charged
+        self.clock = ChargedTime(test_timeout_s, self._usage)  # what this test's calls were charged
         self.doomed: str | None = None
         self.echoed = 0  # characters of the worker's output shown in this test
         self.strikes: dict[str, dict[str, str]] = {}  # adapter -> test -> "timed out" or "crashed"
 
     def begin_test(self, nodeid: str, seed: int) -> None:
         self.test, self.seed, self.doomed = nodeid, seed, None
-        self.clock = ChargedTime(self.test_timeout_s, self.worker.usage)
+        self.clock = ChargedTime(self.test_timeout_s, self._usage)
         self.echoed = 0
+
+    def _usage(self) -> Usage | None:
+        return self.worker.usage()
 
     def bytes_read(self) -> int | None:
         """What the worker's processes have read through read(2) and its kin (see `Worker.bytes_read`),
@@ -164,7 +167,7 @@ class WorkerRoute:
         try:
             self.worker.fresh_child()
             reply, _ = self.worker.request({"op": "import", "modules": modules}, [],
-                                           ChargedTime(timeout_s, self.worker.usage).call())
+                                           ChargedTime(timeout_s, self._usage).call())
         except CallTimedOut:
             return f"importing your package took longer than {timeout_s:g} s (is there slow work at module level?)"
         except WorkerCrashed as crash:

@@ -17,6 +17,7 @@ from staff.grading.grade import REPO_ROOT
 from staff.grading.suite_run import child_env
 from staff.sandbox.call_clock import ChargedTime, Usage, others_s, serving_pid, waited_s, wall_limit_s
 from staff.sandbox.layout import build
+from staff.sandbox.process_tree import children, descendants
 from staff.sandbox.settings import Settings
 
 
@@ -127,27 +128,49 @@ def test_unreadable_usage_is_the_wall_clock():
     assert call.left() == 0.0 and not clock.busy
 
 
+# A zygote of its own (the test process has other children, and reaped many): it forks a serving child that
+# reaps a child of 0.4 s of CPU, then spends 0.4 s of its own, then sleeps.
+ZYGOTE = """
+import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        end = time.process_time() + 0.4
+        while time.process_time() < end:
+            pass
+        os._exit(0)
+    os.wait()
+    end = time.process_time() + 0.4
+    while time.process_time() < end:
+        pass
+    time.sleep(60)
+    os._exit(0)
+time.sleep(60)
+"""
+
+
 def test_the_serving_child_is_found_and_its_processes_cpu_counted_once_reaped():
     # Mistakes caught: a serving child looked up by a pid of another namespace; the other processes' CPU
     # lost once they end and are reaped (a submission's spinners that exit before the look), or the
     # serving thread's own CPU counted as another's.
-    child = subprocess.Popen([sys.executable, "-c", "import os, time\nif os.fork() == 0:\n"
-                              "    end = time.process_time() + 0.4\n    while time.process_time() < end: pass\n"
-                              "    os._exit(0)\nos.wait()\nend = time.process_time() + 0.4\n"
-                              "while time.process_time() < end: pass\ntime.sleep(30)"])
+    zygote = subprocess.Popen([sys.executable, "-c", ZYGOTE])
     try:
-        assert serving_pid(os.getpid(), child.pid) == child.pid
-        assert serving_pid(os.getpid(), child.pid + 10**6) is None
-        assert waited_s(child.pid) is not None and waited_s(child.pid + 10**6) is None
         deadline = time.monotonic() + 30
-        while others_s(os.getpid(), child.pid) < 0.35 and time.monotonic() < deadline:
+        while not children(zygote.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        serving = children(zygote.pid)[0]
+        assert serving_pid(zygote.pid, serving) == serving
+        assert serving_pid(zygote.pid, serving + 10**6) is None
+        assert waited_s(serving) is not None and waited_s(serving + 10**6) is None
+        while others_s(zygote.pid, serving) < 0.35 and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.5)
-        assert 0.35 <= others_s(os.getpid(), child.pid) < 0.6, "its reaped child's 0.4 s, and not its own 0.4 s"
-        assert others_s(os.getpid(), child.pid + 10**6) is None
+        assert 0.35 <= others_s(zygote.pid, serving) < 0.6, "its reaped child's 0.4 s, and not its own 0.4 s"
+        assert others_s(zygote.pid, serving + 10**6) is None
     finally:
-        child.kill()
-        child.wait()
+        for pid in descendants(zygote.pid):
+            os.kill(pid, 9)
+        zygote.kill()
+        zygote.wait()
 
 
 # A test process's calls into a worker pinned to one CPU: first beside three spinning processes of someone
