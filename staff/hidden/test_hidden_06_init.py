@@ -118,7 +118,12 @@ def test_trunc_normal_init_redraws_its_tails_rather_than_folding_or_clamping_the
     # draws with), so that the scale is test_trunc_normal_init_has_the_truncated_std's and the cut's
     # place test_trunc_normal_init_is_cut_at_three_standard_deviations'.
     d_in, d_out = 1024, 4096
-    w = A.run_trunc_normal_init(d_in, d_out, seed_everything).double().abs()
+    w = A.run_trunc_normal_init(d_in, d_out, seed_everything)
+    # Checked before any arithmetic: a broadcast view of any shape crosses the codec over a few bytes, and
+    # .double() of 64 million of its elements built 512 MiB a step in the test process.
+    check_equal((tuple(w.shape), w.dtype), ((d_in, d_out), torch.float32), what="shape and dtype",
+                inputs=f"trunc_normal_init({d_in}, {d_out})", see=f"{SEE} §6.2")
+    w = w.double().abs()
     sigma = w.max().item() / CUT
     z, n, gap = w / sigma, w.numel(), largest_gap(w.numel()) / CUT
     inputs = (f"trunc_normal_init({d_in}, {d_out}): {n} values, in units of max |w| / 3 = {sigma:.6g} (this test "
