@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from staff.sandbox.process_tree import children, descendants
 
-BUSY_FACTOR = 4  # a test's calls may take this many times its budget on the wall clock
+BUSY_FACTOR = 6  # a test's calls may take this many times its budget on the wall clock
 BUSY_SLACK_S = 10.0  # and this many seconds more
 LOOK_EVERY_S = 0.05  # the least time between two looks at what a call's code has used
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc's unit of CPU time a second

@@ -46,7 +46,7 @@ class Settings:
         1800.0, "--timeout", "seconds the whole test run of one submission may take; tests it does not reach score 0")
     test_timeout_s: float = _setting(
         120.0, "--test-timeout", "seconds one test may spend in the submission's code (a wait for CPUs that other "
-        "programs hold is not counted; past 4 times this and 10 s more, the grade ends as the machine's failure)")
+        "programs hold is not counted; past 6 times this and 10 s more, the grade ends as the machine's failure)")
     import_timeout_s: float = _setting(120.0, "--import-timeout",
                                        "seconds importing the submission's package may take (in-process too)")
     startup_timeout_s: float = _setting(
