@@ -268,8 +268,7 @@ class Worker:
         the tests then see reads in the page cache alone (see `staff.sandbox.scratch_place`)."""
         if not self.running:
             return None
-        # A forked launcher's keeper is closed to a grader of the same user (not dumpable): count from the launcher.
-        roots = children(self.process.pid) if isinstance(self.process, WarmRun) else [self.process.pid]
+        roots = self._launchers()
         counts = [process_bytes_read(pid) for pid in roots]
         if not counts or None in counts:
             return None
@@ -283,11 +282,15 @@ class Worker:
         others = call_clock.others_s(*pids) if waited is not None else None
         return Usage(pids[1], waited, others) if others is not None else None
 
+    def _launchers(self) -> list[int]:
+        """The launcher's pid: the process started, or below a forked launcher's keeper (which is closed to a
+        grader of the same user: not dumpable) its one child."""
+        return children(self.process.pid) if isinstance(self.process, WarmRun) else [self.process.pid]
+
     def _serving_here(self) -> tuple[int, int] | None:
         """The zygote's and the serving child's pids here, found once for each serving child."""
         if self.serving_here is None and self.serving is not None and self.running:
-            launchers = children(self.process.pid) if isinstance(self.process, WarmRun) else [self.process.pid]
-            zygotes = [pid for launcher in launchers for pid in children(launcher)]
+            zygotes = [pid for launcher in self._launchers() for pid in children(launcher)]
             if len(zygotes) == 1 and (serving := call_clock.serving_pid(zygotes[0], self.serving)) is not None:
                 self.serving_here = zygotes[0], serving
         return self.serving_here
