@@ -134,13 +134,15 @@ def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int
     """Why the processes below this one (or `pids`) must end, when their page tables together hold more
     than `limit_kib`, or the memory they grew past what they shared with the zygote more than `memory`
     allows (as the words that follow "the process running your code"); else None."""
-    held = [_living(pid)[1:] for pid in (descendants() if pids is None else pids)]
-    tables = sum(kib for kib, _ in held)
+    held = [_living(pid) for pid in (descendants() if pids is None else pids)]
+    tables = sum(kib for _, kib, _ in held)
     if tables > limit_kib:
         return (f"was stopped by the grader: your code's processes held {tables / 1024:.0f} MiB of page tables "
                 f"(the kernel's maps of their memory), past the {limit_kib / 1024:.0f} MiB a grade allows; memory "
                 f"mapped in many small pieces far apart costs page tables out of proportion to its size")
-    grown = sum(max(kib - memory.shared_kib, 0) for _, kib in held) if memory is not None else 0
+    grown = sum(kib for _, _, kib in held) if memory is not None else 0
+    if memory is not None and grown > memory.limit_kib:
+        grown = anonymous_added_kib([(folder, kib) for folder, _, kib in held], memory.zygote)
     if memory is not None and grown > memory.limit_kib:
         return (f"was stopped by the grader: your code's {len(held)} processes held {grown / 1024:.0f} MiB of memory "
                 f"together, past the {memory.limit_kib / 2**20:g} GiB a grade's processes may hold in all "
@@ -151,20 +153,53 @@ def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int
 @dataclass(frozen=True)
 class MemoryLimit:
     """What the worker's processes may hold together where no memory group of its own counts it (an
-    ordinary user's grade, a container): each process's private anonymous memory (RssAnon) past what it
-    shares with the zygote from the fork (the zygote's own, at most: torch's), summed (KiB)."""
+    ordinary user's grade, a container): the anonymous memory they added to the zygote's (KiB).
+
+    Each process's RssAnon, summed, bounds it from above (a page shared from the fork counts once per
+    sharer); only past the limit is the exact figure read (`anonymous_added_kib`), as /proc/PID/smaps_rollup
+    costs the kernel a walk of each process's page tables."""
 
     limit_kib: int
-    shared_kib: int
+    zygote: int  # the process the worker's processes are forked from, whose pages they may share
 
 
 def zygote_memory_limit(limit_bytes: int | None, group: str | None) -> MemoryLimit | None:
-    """The limit for a zygote whose processes may hold `limit_bytes` together; None where a memory group
-    (`group`) counts them, or none is set."""
+    """The limit for a zygote (this process) whose processes may hold `limit_bytes` together; None where a
+    memory group (`group`) counts them, or none is set."""
     if not limit_bytes or group:
         return None
-    own = _living(os.getpid())[2]
-    return MemoryLimit(limit_bytes >> 10, own)
+    return MemoryLimit(limit_bytes >> 10, os.getpid())
+
+
+def _rollup_kib(folder: str, fields: tuple[str, ...]) -> dict[str, int]:
+    """The `fields` of the smaps_rollup in /proc `folder` (KiB), those it has; empty where it cannot be read."""
+    found: dict[str, int] = {}
+    try:
+        with open(f"{folder}/smaps_rollup") as handle:
+            for line in handle:
+                name, _, rest = line.partition(":")
+                if name in fields:
+                    found[name] = int(rest.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+def anonymous_added_kib(held: list[tuple[str, int]], zygote: int) -> int:
+    """The anonymous memory the processes `held` (their /proc folders and RssAnon, KiB) hold beyond the
+    zygote's own (KiB): their proportional shares (Pss_Anon) summed, less the part of the zygote's pages
+    those shares include (its RssAnon less its own Pss_Anon). A page a fork shares with the zygote so
+    counts nothing, a page two of them share once, and a process that shares nothing (a fresh
+    interpreter the worker started) in full. Where the kernel has no Pss_Anon (before Linux 5.8), each
+    process's RssAnon less the zygote's, which a fresh interpreter holding less than the zygote passes."""
+    fields = ("Pss_Anon", "Anonymous")
+    own = _rollup_kib(f"/proc/{zygote}", fields)
+    if "Pss_Anon" not in own:
+        shared = _held_kib(f"/proc/{zygote}/status") or (0, 0)
+        return sum(max(kib - shared[1], 0) for _, kib in held)
+    # A process that made itself unreadable (not dumpable) counts its RssAnon in full.
+    shares = sum(_rollup_kib(folder, fields).get("Pss_Anon", kib) for folder, kib in held)
+    return max(shares - (own.get("Anonymous", 0) - own["Pss_Anon"]), 0)
 
 
 @dataclass(frozen=True)

@@ -338,8 +338,12 @@ MIB = 1 << 20
 inherited = bytearray(os.urandom(64 * MIB))  # the zygote's own: every fork starts by sharing it
 limit = process_tree.zygote_memory_limit(int(sys.argv[2]) * MIB, None)
 reader, writer = os.pipe()
+FRESH = "import os, sys, time; own = bytearray(os.urandom(48 << 20)); os.write(int(sys.argv[1]), b'x'); time.sleep(60)"
 for _ in range(4):  # four children, each 48 MiB of its own beside the 64 MiB shared with this process
     if os.fork() == 0:
+        if sys.argv[3] == "fresh":  # an interpreter of its own, sharing nothing, under the 64 MiB
+            os.set_inheritable(writer, True)
+            os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", FRESH, str(writer)])
         own = bytearray(os.urandom(48 * MIB))
         os.write(writer, b"x")
         time.sleep(60)
@@ -355,13 +359,16 @@ print(json.dumps(found))
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RssAnon and /proc/PID/task/*/children are Linux's")
-def test_memory_held_by_many_processes_counts_together_and_what_the_fork_shared_does_not():
+@pytest.mark.parametrize("children", ["forked", "fresh"])
+def test_memory_held_by_many_processes_counts_together_and_what_the_fork_shared_does_not(children):
     # Mistakes caught: memory bounded per process only (twelve children each under the address-space limit
     # held 6 GiB under --memory-gib 5 as an ordinary user: the red team's memory-of-children-summed-past-
-    # the-limit), and a sum of RSS that counts the zygote's memory (torch) again in every fork, which an
-    # honest pool of a few processes would pass.
+    # the-limit); a sum of RSS that counts the zygote's memory (torch) again in every fork, which an
+    # honest pool of a few processes would pass; and the zygote's memory taken off every process, which
+    # one that never shared it (a fresh interpreter, holding less than the zygote) passes uncounted (the
+    # red team's memory-in-fresh-interpreters-below-the-zygotes-share).
     def probe(limit_mib: int) -> dict:
-        done = subprocess.run([sys.executable, "-I", "-c", _MEMORY_PROBE, str(SANDBOX), str(limit_mib)],
+        done = subprocess.run([sys.executable, "-I", "-c", _MEMORY_PROBE, str(SANDBOX), str(limit_mib), children],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         return json.loads(done.stdout)
