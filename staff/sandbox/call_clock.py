@@ -5,11 +5,15 @@ A test's calls into the student's code share a budget of seconds (`WorkerRoute`)
 clock alone, a busy machine spends it: beside a batch neighbour whose code ran 24 spinning processes, an
 honest grade's call stood ready to run far longer than it ran, and lost its test to the time limit.
 The kernel counts, for every thread, the time it stood ready to run but waited for a CPU (run_delay,
-the second field of /proc/PID/schedstat, in ns, which any user may read). A test's calls are charged
-their wall time less the waits of the thread that serves them (the serving child's first thread, which
-runs the adapters' bodies) and of the grader's thread that makes them (it writes the request and wakes
-to read the reply), less again the CPU time the worker's other threads and processes used meanwhile: a
-submission that keeps those threads waiting with processes of its own is charged for that.
+the second field of /proc/PID/schedstat, in ns, beside the time it ran, which any user may read). A
+test's calls are charged their wall time less the waits of the grader's thread that makes them (it
+writes the request and wakes to read the reply) and of one thread of the serving child (the child that
+runs the adapters' bodies): the thread whose wait, less the CPU time everything else of the worker used
+meanwhile, is largest. That is the serving thread itself for code that runs there, and a pool's thread
+for code whose work runs in torch's intra-op pool, a BLAS library's threads or a pool of its own while
+the serving thread sleeps on the result. Taking off the others' CPU charges a submission that keeps its
+own threads waiting with threads or processes of its own: each second of a wait they caused is a second
+they ran. A thread that ends between two looks takes its waits along (errs toward charging more).
 
 The wall clock still bounds a test's calls: past `wall_limit_s` of them (BUSY_FACTOR times the budget,
 and BUSY_SLACK_S more) a call ends as the grading machine's failure (`ChargedTime.busy`), never as a
@@ -29,6 +33,7 @@ from staff.sandbox.process_tree import children, descendants
 BUSY_FACTOR = 6  # a test's calls may take this many times its budget on the wall clock
 BUSY_SLACK_S = 10.0  # and this many seconds more
 LOOK_EVERY_S = 0.05  # the least time between two looks at what a call's code has used
+MOST_THREADS = 256  # of the serving child's threads, read at a look (the worker's process limit is lower)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc's unit of CPU time a second
 
 
@@ -39,19 +44,19 @@ def wall_limit_s(budget_s: float) -> float:
 
 @dataclass(frozen=True)
 class Usage:
-    """What the worker's code had used at one moment (seconds since each process started)."""
+    """What the worker's code had used at one moment (seconds since each thread or process started)."""
 
     serving: int  # the serving child's pid here: its counts start again with each child
-    waited_s: float  # the serving thread's time ready to run but waiting for a CPU
-    others_s: float  # the CPU time of every other thread and process below the zygote, ended ones too
+    threads: dict[int, tuple[float, float]]  # each thread of the serving child: its tid -> (waited_s, ran_s)
+    total_s: float  # the CPU time of every thread and process below the zygote, ended ones too
 
 
-def _ticks(stat_path: str, children_too: bool = True) -> int:
-    """utime + stime (and cutime + cstime, the reaped children's) from a /proc stat file, in clock ticks."""
+def _ticks(stat_path: str) -> int:
+    """utime + stime + cutime + cstime (the reaped children's too) from a /proc stat file, in clock ticks."""
     with open(stat_path) as handle:
         fields = handle.read().rsplit(")", 1)[1].split()  # after the command's name, which may hold anything
     # Fields 14 to 17 of stat(5); the list starts at field 3 (state).
-    return sum(int(value) for value in fields[11:15 if children_too else 13])
+    return sum(int(value) for value in fields[11:15])
 
 
 _own = threading.local()  # this thread's schedstat, kept open: 3 us a read, against 40 to open it each time
@@ -69,24 +74,28 @@ def own_waited_s() -> float:
         return 0.0
 
 
-def waited_s(serving: int) -> float | None:
-    """The serving thread's time ready to run but waiting for a CPU (`serving`: its pid here); None where
-    it cannot be read."""
+def thread_times(serving: int) -> dict[int, tuple[float, float]]:
+    """Each thread of process `serving` (its pid here; the first MOST_THREADS): its tid -> (the time it
+    stood ready to run but waited for a CPU, the time it ran), in s; empty where none can be read."""
     try:
-        with open(f"/proc/{serving}/schedstat") as handle:
-            return int(handle.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
+        tids = os.listdir(f"/proc/{serving}/task")[:MOST_THREADS]
+    except OSError:
+        return {}
+    found = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{serving}/task/{tid}/schedstat") as handle:
+                ran, waited = handle.read().split()[:2]
+            found[int(tid)] = int(waited) / 1e9, int(ran) / 1e9
+        except (OSError, ValueError):
+            continue  # ended while read: its waits are lost
+    return found
 
 
-def others_s(zygote: int, serving: int) -> float | None:
-    """The CPU time of everything below the `zygote` but the serving thread, ended processes too (about
-    0.3 ms to read a worker of a few processes); None where the serving thread cannot be read. Processes
-    that end while they are read are skipped: their time shows in their reaper's at the next look."""
-    try:
-        own = _ticks(f"/proc/{serving}/task/{serving}/stat", children_too=False)
-    except (OSError, ValueError, IndexError):
-        return None
+def total_cpu_s(zygote: int) -> float | None:
+    """The CPU time of everything below the `zygote`, ended processes too (about 0.3 ms to read a worker
+    of a few processes); None where the zygote cannot be read. Processes that end while they are read are
+    skipped: their time shows in their reaper's at the next look."""
     total = 0
     for pid in descendants(zygote):
         try:
@@ -97,8 +106,8 @@ def others_s(zygote: int, serving: int) -> float | None:
         with open(f"/proc/{zygote}/stat") as handle:
             total += sum(int(value) for value in handle.read().rsplit(")", 1)[1].split()[13:15])
     except (OSError, ValueError, IndexError):
-        pass
-    return max(total - own, 0) / CLOCK_TICKS
+        return None
+    return total / CLOCK_TICKS
 
 
 def serving_pid(zygote: int, inner_pid: int) -> int | None:
@@ -122,8 +131,9 @@ class ChargedTime:
     `wall_limit_s(budget_s)`. `usage` says what the worker's code has used (None where it cannot be
     read): it is read as the test's first call begins, and again only when a call reaches its deadline
     (so only in a test whose calls took longer than its budget on the wall clock). The credit is the
-    serving thread's wait for a CPU since then, less the CPU time the worker's other threads and
-    processes used since then, between the calls too (which errs toward charging more)."""
+    grader's wait within the calls, and the largest wait of one of the serving child's threads since then
+    less the CPU time everything else of the worker used since then, between the calls too (which errs
+    toward charging more)."""
 
     def __init__(self, budget_s: float, usage: Callable[[], Usage | None],
                  now: Callable[[], float] = time.monotonic, own_waited: Callable[[], float] = own_waited_s) -> None:
@@ -132,8 +142,8 @@ class ChargedTime:
         self.wall_s = 0.0  # the wall-clock seconds of the test's calls that ended
         self.grader_waited_s = 0.0  # the grader's own wait for a CPU within those calls
         self.credit_s = 0.0  # the seconds not charged, as of the last look
-        self.serving_waited_s = 0.0  # the serving thread's wait since the base, as of the last look
-        self.banked_s = 0.0  # the waits of serving children that have since ended, as of their last look
+        self.thread_credit_s = 0.0  # the serving child's best thread's wait less the others' CPU, last look
+        self.banked_s = 0.0  # that credit of serving children that have since ended, as of their last look
         self.base: Usage | None = None
         self.busy = False  # the wall limit passed before the budget was charged
 
@@ -164,13 +174,16 @@ class ChargedTime:
         now = self._usage() if self.base is not None else None
         if now is None:
             return
-        if now.serving != self.base.serving:  # a fresh child, forked since the base was read: it waited since
-            self.banked_s += self.serving_waited_s
-            self.base = Usage(now.serving, 0.0, self.base.others_s)
-        self.serving_waited_s = now.waited_s - self.base.waited_s
-        waited = self.banked_s + self.serving_waited_s + self.grader_waited_s + grader_waited_s
-        others = max(now.others_s - self.base.others_s, 0.0)
-        self.credit_s = max(waited - others, 0.0)
+        if now.serving != self.base.serving:  # a fresh child, forked since the base was read: its threads are new
+            self.banked_s += self.thread_credit_s
+            self.base = Usage(now.serving, {}, self.base.total_s)
+        used_s = max(now.total_s - self.base.total_s, 0.0)
+        credits = [(waited - self.base.threads.get(tid, (0.0, 0.0))[0])
+                   - (used_s - (ran - self.base.threads.get(tid, (0.0, 0.0))[1]))
+                   for tid, (waited, ran) in now.threads.items()]
+        self.thread_credit_s = max(credits, default=-used_s)
+        grader = self.grader_waited_s + grader_waited_s
+        self.credit_s = max(self.banked_s + grader + self.thread_credit_s, 0.0)
 
 
 class CallDeadline:

@@ -278,9 +278,9 @@ class Worker:
         """What the serving child and the rest of the worker have used (staff/sandbox/call_clock.py), for
         a `ChargedTime`; None where their processes cannot be found or read."""
         pids = self._serving_here()
-        waited = call_clock.waited_s(pids[1]) if pids is not None else None
-        others = call_clock.others_s(*pids) if waited is not None else None
-        return Usage(pids[1], waited, others) if others is not None else None
+        threads = call_clock.thread_times(pids[1]) if pids is not None else {}
+        total = call_clock.total_cpu_s(pids[0]) if threads else None
+        return Usage(pids[1], threads, total) if total is not None else None
 
     def _launchers(self) -> list[int]:
         """The launcher's pid: the process started, or below a forked launcher's keeper (which is closed to a
