@@ -216,11 +216,11 @@ sandbox = Sandbox(plugin_settings.read(Path(sys.argv[1])))
 _route.set_route(sandbox.route)
 seen = {}
 
-def timed(name, cpu_ms, own):
+def timed(name, cpu_ms, own, pooled=0):
     sandbox.route.begin_test(name, 0)
     started = time.monotonic()
     try:
-        dtype_memory.run_tensor_bytes([cpu_ms, own], "float32")
+        dtype_memory.run_tensor_bytes([cpu_ms, own, pooled], "float32")
         seen[name] = ["returned", time.monotonic() - started, sandbox.route.clock.charged_s()]
     except SandboxFailure as failure:
         seen[name] = [type(failure).__name__, time.monotonic() - started, str(failure)[:300]]
@@ -232,6 +232,7 @@ try:
     try:
         time.sleep(0.5)
         timed("beside", 1000, 0)
+        timed("pool beside", 1000, 0, 1)
     finally:
         for spinner in spinners:
             spinner.kill()
@@ -242,12 +243,14 @@ finally:
 print(json.dumps(seen))
 """
 
-# tensor_bytes as a submission may write it: (shape[0]) ms of its thread's CPU time, after starting shape[1]
-# spinning processes of its own, each a session of its own.
+# tensor_bytes as a submission may write it: (shape[0]) ms of a thread's CPU time, after starting shape[1]
+# spinning processes of its own, each a session of its own; the serving thread's, or where shape[2] is 1 a
+# thread's of a pool while the serving thread waits for it (as torch's intra-op pool or BLAS threads do).
 SPIN = """
 
 def tensor_bytes(shape, dtype):
     import os
+    import threading
     import time
 
     for _ in range(shape[1]):
@@ -255,17 +258,27 @@ def tensor_bytes(shape, dtype):
             os.setsid()
             while True:
                 pass
-    end = time.thread_time() + shape[0] / 1000
-    while time.thread_time() < end:
-        pass
+
+    def spin():
+        end = time.thread_time() + shape[0] / 1000
+        while time.thread_time() < end:
+            pass
+
+    if shape[2]:
+        pool = threading.Thread(target=spin)
+        pool.start()
+        pool.join()
+    else:
+        spin()
     return 0
 """
 
 
 @pytest.mark.slow
 def test_a_call_beside_busy_programs_keeps_its_time_and_one_busy_with_its_own_does_not(tmp_path):
-    # Mistakes caught: the wall clock alone ("beside" times out: its thread had a quarter of a CPU), and
-    # every wait credited ("own" returns after 4 s: its spinners are its own). Tried: both.
+    # Mistakes caught: the wall clock alone ("beside" times out: its thread had a quarter of a CPU), the
+    # serving thread's wait alone credited ("pool beside" times out: that thread sleeps on the pool's), and
+    # every wait credited ("own" returns after 4 s: its spinners are its own). Tried: each.
     package = samples.reference(tmp_path / "submission")
     with (package / "dtype_memory.py").open("a") as handle:
         handle.write(SPIN)
@@ -281,6 +294,9 @@ def test_a_call_beside_busy_programs_keeps_its_time_and_one_busy_with_its_own_do
     assert what == "returned", f"1 s of CPU beside three spinning programs, limit 2 s: {seen['beside']}"
     assert wall > 2.0, f"the spinners took no CPU from the call (so nothing was tried): {seen['beside']}"
     assert charged < 2.0
+    what, wall, charged = seen["pool beside"]
+    assert what == "returned", f"1 s of a pool's CPU beside three spinning programs, limit 2 s: {seen['pool beside']}"
+    assert wall > 2.0 and charged < 2.0, seen["pool beside"]
     what, wall, said = seen["own"]
     assert what == "CallTimedOut", f"1 s of CPU beside three spinners of its own, limit 2 s: {seen['own']}"
     assert wall < 4.0, seen["own"]
