@@ -89,7 +89,12 @@ def _torch_adagrad_watch() -> Iterator[list[str]]:
 
         return record
 
-    targets = [(torch.optim.Adagrad, "__init__"), (torch.optim.Adagrad, "step"), (torch_adagrad_module, "adagrad")]
+    # The functional form looks up its kernels in its module when it runs: patched there, a call through a
+    # name bound before the block (`from torch.optim.adagrad import adagrad` at import) is seen too.
+    kernels = [name for name in ("_single_tensor_adagrad", "_multi_tensor_adagrad", "_fused_adagrad")
+               if hasattr(torch_adagrad_module, name)]
+    targets = [(torch.optim.Adagrad, "__init__"), (torch.optim.Adagrad, "step"), (torch_adagrad_module, "adagrad"),
+               *((torch_adagrad_module, name) for name in kernels)]
     with ExitStack() as stack:
         for obj, name in targets:
             stack.enter_context(mock.patch.object(obj, name, recording(getattr(obj, name), name)))
