@@ -86,20 +86,22 @@ def descendants(pid: int | str = "self") -> list[int]:
 
 
 def _held_kib(status: str) -> tuple[int, int] | None:
-    """VmPTE and RssAnon from the /proc status file at `status` (KiB); None where it has none (a zombie, a
-    leader whose thread has exited) or cannot be read."""
-    tables = anonymous = None
+    """VmPTE, and RssAnon with VmSwap (anonymous memory resident or swapped out), from the /proc status
+    file at `status` (KiB); None where it has none (a zombie, a leader whose thread has exited) or cannot
+    be read."""
+    tables, anonymous = None, 0
     try:
         with open(status) as handle:
             for line in handle:
-                if line.startswith("RssAnon:"):
-                    anonymous = int(line.split()[1])
+                if line.startswith(("RssAnon:", "VmSwap:")):
+                    anonymous += int(line.split()[1])
                 elif line.startswith("VmPTE:"):
                     tables = int(line.split()[1])
-                    break  # after RssAnon in every kernel's order
+                elif line.startswith("HugetlbPages:"):
+                    break  # after the others in every kernel's order
     except (OSError, ValueError, IndexError):
         pass
-    return (tables, anonymous or 0) if tables is not None else None
+    return (tables, anonymous) if tables is not None else None
 
 
 def _living(pid: int) -> tuple[str, int, int]:
@@ -155,7 +157,7 @@ class MemoryLimit:
     """What the worker's processes may hold together where no memory group of its own counts it (an
     ordinary user's grade, a container): the anonymous memory they added to the zygote's (KiB).
 
-    Each process's RssAnon, summed, bounds it from above (a page shared from the fork counts once per
+    Each process's RssAnon and VmSwap, summed, bound it from above (a page shared from the fork counts once per
     sharer); only past the limit is the exact figure read (`anonymous_added_kib`), as /proc/PID/smaps_rollup
     costs the kernel a walk of each process's page tables."""
 
@@ -186,20 +188,25 @@ def _rollup_kib(folder: str, fields: tuple[str, ...]) -> dict[str, int]:
 
 
 def anonymous_added_kib(held: list[tuple[str, int]], zygote: int) -> int:
-    """The anonymous memory the processes `held` (their /proc folders and RssAnon, KiB) hold beyond the
-    zygote's own (KiB): their proportional shares (Pss_Anon) summed, less the part of the zygote's pages
-    those shares include (its RssAnon less its own Pss_Anon). A page a fork shares with the zygote so
-    counts nothing, a page two of them share once, and a process that shares nothing (a fresh
-    interpreter the worker started) in full. Where the kernel has no Pss_Anon (before Linux 5.8), each
-    process's RssAnon less the zygote's, which a fresh interpreter holding less than the zygote passes."""
-    fields = ("Pss_Anon", "Anonymous")
+    """The anonymous memory, resident or swapped out, the processes `held` (their /proc folders, and their
+    RssAnon and VmSwap together, KiB) hold beyond the zygote's own (KiB): their proportional shares
+    (Pss_Anon, SwapPss) summed, less the part of the zygote's pages those shares include (its own less
+    its own shares). A page a fork shares with the zygote so counts nothing, a page two of them share
+    once, and a process that shares nothing (a fresh interpreter the worker started) in full. Where the
+    kernel has no Pss_Anon (before Linux 5.8), each process's own less the zygote's, which a fresh
+    interpreter holding less than the zygote passes."""
+    fields = ("Pss_Anon", "Anonymous", "Swap", "SwapPss")
     own = _rollup_kib(f"/proc/{zygote}", fields)
     if "Pss_Anon" not in own:
         shared = _held_kib(f"/proc/{zygote}/status") or (0, 0)
         return sum(max(kib - shared[1], 0) for _, kib in held)
-    # A process that made itself unreadable (not dumpable) counts its RssAnon in full.
-    shares = sum(_rollup_kib(folder, fields).get("Pss_Anon", kib) for folder, kib in held)
-    return max(shares - (own.get("Anonymous", 0) - own["Pss_Anon"]), 0)
+    shares = 0
+    for folder, kib in held:
+        rollup = _rollup_kib(folder, fields)
+        # A process that made itself unreadable (not dumpable) counts its whole RssAnon and VmSwap.
+        shares += rollup["Pss_Anon"] + rollup.get("SwapPss", 0) if "Pss_Anon" in rollup else kib
+    zygotes_shared = own.get("Anonymous", 0) + own.get("Swap", 0) - own["Pss_Anon"] - own.get("SwapPss", 0)
+    return max(shares - zygotes_shared, 0)
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unsee
                   "shared-anonymous-memory-outside-every-rss": [(), ("namespaces",)],
                   "shared-memory-unmapped-but-a-page": [(), ("namespaces",)],
                   "reach-the-worker-template": [(), ("namespaces",)], "checkpoint-of-a-quarter-gigabyte": [()],
-                  "memory-of-children-summed-past-the-limit": [(), ("namespaces",)]}
+                  "memory-of-children-summed-past-the-limit": [(), ("namespaces",)],
+                  "memory-in-fresh-interpreters-below-the-zygotes-share": [(), ("namespaces",)]}
 AS_USER = "-as-an-ordinary-user"
 
 
