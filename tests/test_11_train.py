@@ -10,6 +10,7 @@ there costs points in its own problem, not here. `test_the_loss_falls` and
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -75,12 +76,27 @@ def picked(pool: tuple[torch.Tensor, torch.Tensor], seed: int) -> tuple[torch.Te
     return pool[0][index], pool[1][index]
 
 
-def saved_files(folder: Path) -> list[str] | str:
-    """The names in a checkpoint folder the student's code was to create; a link is not listed (the
-    grader would list wherever it points, as its own user)."""
-    if folder.is_symlink():
-        return f"{folder} is a link, not a folder"
-    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else f"no folder {folder}"
+def saved_files(folder: Path, most: int = 1000) -> list[str] | str:
+    """The names in a checkpoint folder the student's code was to create, or what is wrong with it. A link
+    is not listed (the grader would list wherever it points, as its own user): the folder is opened once
+    without following one, and listed through that descriptor, so code still running cannot swap the
+    folder for a link between a look and the listing. More than `most` names are not listed."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return f"no folder {folder}"
+    except OSError as error:  # a link fails with ELOOP, or ENOTDIR where O_DIRECTORY is judged first
+        return f"{folder} is a link, not a folder" if os.path.islink(folder) else f"{folder}: {error.strerror}"
+    try:
+        names = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if len(names) == most:
+                    return f"{folder} holds more than {most} names"
+                names.append(entry.name)
+        return sorted(names)
+    finally:
+        os.close(fd)
 
 
 def described(config: dict) -> str:

@@ -5,6 +5,7 @@ folders removed by the one clean-up that cannot be stopped. Each test names the 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -200,3 +201,38 @@ def test_a_checkpoint_folder_made_a_link_is_not_listed_by_the_tests(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "step_000004.pt").write_bytes(b"")
     assert saved_files(tmp_path / "real") == ["step_000004.pt"]
+
+
+def test_a_checkpoint_folder_swapped_for_a_link_while_it_is_listed_is_not_listed():
+    # Mistake caught: a look whether the folder is a link, then a listing by its path: code still running
+    # in the worker (a thread the call left) swaps the folder for a link between the two, and the names
+    # wherever it points reach the failure message. Tried: that form showed the names within this loop.
+    import tempfile
+    import threading
+
+    from tests.test_11_train import saved_files
+
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        secret, folder, aside = root / "home", root / "checkpoints", root / "aside"
+        secret.mkdir()
+        (secret / ".bashrc").write_text("")
+        folder.mkdir()
+        stop = threading.Event()
+
+        def swap() -> None:
+            while not stop.is_set():
+                os.rename(folder, aside)
+                os.symlink(secret, folder)
+                os.unlink(folder)
+                os.rename(aside, folder)
+
+        swapper = threading.Thread(target=swap)
+        swapper.start()
+        try:
+            shown = [str(saved_files(folder)) for _ in range(20000)]
+        finally:
+            stop.set()
+            swapper.join()
+    assert not any(".bashrc" in text for text in shown), "a name of the folder the link points to was listed"
+    assert any(text == "[]" for text in shown), "the folder itself was never listed (nothing was tried)"
