@@ -54,6 +54,29 @@ MODULES = {
     "pickle": None, "dill": None, "cloudpickle": None,  # their loads only: see PICKLE_LOADS
     # A subclass is handed each object a format string's fields name ("{0.modules[importlib]}"), by text.
     "string.Formatter": "objects fetched by names written in text (string.Formatter)",
+    # Code given as text, compiled and run by the module: a timer's stmt and setup, a profiler's or tracer's
+    # command, a docstring's examples, the debugger's commands.
+    "timeit": "code run from text (timeit compiles its stmt and setup)",
+    "cProfile": "code run from text (cProfile)", "profile": "code run from text (profile)",
+    "trace": "code run from text (trace)", "doctest": "code run from text (doctest's examples)",
+    "pdb": "the debugger, which runs code from text (pdb)", "bdb": "the debugger's base, which traces frames (bdb)",
+    "rlcompleter": "expressions evaluated from text (rlcompleter)", "idlelib": "code run from text (idlelib)",
+    # String annotations are evaluated as code (forward references): typing's and annotationlib's resolvers.
+    "typing.get_type_hints": "string annotations evaluated as code (typing.get_type_hints)",
+    "typing_extensions.get_type_hints": "string annotations evaluated as code (typing_extensions.get_type_hints)",
+    "typing.ForwardRef": "text evaluated as a type (typing.ForwardRef)",
+    "typing.evaluate_forward_ref": "text evaluated as a type (typing.evaluate_forward_ref)",
+    "annotationlib": "annotations evaluated as code (annotationlib)",
+    # Objects named in text, imported and returned: dictConfig's "()" factories and "ext://" values, fileConfig's
+    # eval of a handler's args; a test loader's names; entry points; import hooks that resolve their checker.
+    "logging.config": "objects resolved from text (logging.config)",
+    "unittest": "objects resolved from text (unittest's loaders)",
+    "pkg_resources": "objects resolved from text (pkg_resources)",
+    "test.support": "modules imported by a computed name (test.support)",
+    "jaxtyping.install_import_hook": "an import hook that rewrites modules (jaxtyping)",
+    "beartype.claw": "an import hook that rewrites modules (beartype.claw)",
+    "torch.utils.cpp_extension": "foreign code compiled at run time (torch.utils.cpp_extension)",
+    "torch.package": "code imported from an archive (torch.package)",
 }
 # The grader's own code in the worker: the adapters (whose globals the tests' checks read when they run) and
 # the worker's modules. Honest code imports none of it.
@@ -73,6 +96,9 @@ ATTRIBUTES = {
     "_push_mode", "_pop_mode_temporarily", "handle_torch_function", "_instrument",
     # autograd's graph, whose nodes compute gradients when called, past the block on autograd's entry points
     "grad_fn", "next_functions",
+    # torch's dispatch-mode classes, which every public module that imported them hands out again
+    # (`torch.utils.flop_counter.TorchDispatchMode`), and the FLOP counter's table of formulas
+    "TorchDispatchMode", "TorchFunctionMode", "BaseTorchFunctionMode", "flop_registry", "register_flop_formula",
 }
 # Attributes of sys only: `self.modules`, a model's `.modules()` and `Path.path` are honest.
 SYS_ATTRIBUTES = {"modules", "path", "meta_path", "path_hooks", "path_importer_cache", "monitoring"}

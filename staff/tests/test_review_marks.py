@@ -100,6 +100,23 @@ REACHING = {
     "objects fetched by a format string's fields": "from string import Formatter\n",
     "a format field naming the import system": "x = '{0.modules[importlib]}'.format(y)\n",
     "the grader's module named in text": "m = loader.import_module('adapters.strides')\n",
+    # Standard-library modules that run code given as text, or resolve objects named in it.
+    "a timer's set-up text": "import timeit\ntimeit.timeit(stmt='pass', setup=text, globals={'found': found})\n",
+    "a timer, from": "from timeit import Timer\n",
+    "a profiler's command": "import cProfile\ncProfile.run(text)\n",
+    "docstrings' examples run": "import doctest\n",
+    "the debugger": "import pdb\n",
+    "a tracer": "from trace import Trace\n",
+    "string hints resolved": "import typing\nhints = typing.get_type_hints(f)\n",
+    "string hints resolved, from": "from typing import get_type_hints\n",
+    "the logging configurator": "import logging.config\nm = logging.config.BaseConfigurator({}).resolve(name)\n",
+    "the logging configurator through logging": "import logging\nlogging.config.dictConfig(config)\n",
+    "a test loader's names": "import unittest\nunittest.defaultTestLoader.loadTestsFromName(name)\n",
+    "C++ compiled at run time": "from torch.utils.cpp_extension import load_inline\n",
+    # torch's dispatch base, which every module that imported it hands out under a public-looking name.
+    "torch's dispatch base under another module's name": "import torch.utils.flop_counter\n"
+                                                          "modes = torch.utils.flop_counter.TorchDispatchMode\n",
+    "torch's dispatch base, from another module": "from torch.utils.flop_counter import TorchDispatchMode\n",
 }
 
 
