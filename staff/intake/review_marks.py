@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from adapters._text import shown_text
+from staff.intake.review_text import folded, grader_name_in, is_plain_type, parsed_type, type_texts
 from staff.intake.submission import PACKAGE
 from staff.sandbox.layout import WORKER_FILES
 
@@ -162,6 +163,7 @@ class _Look(ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # a name bound to another package's module or object -> its path
         self.called: set[int] = set()  # the Name nodes called where they stand (`eval(...)`, not `e = eval`)
         self.own_writes: set[int] = set()  # the `self.__dict__` nodes only written to (see OWN_OBJECTS)
+        self.covered: set[int] = set()  # nodes folded into a text already (see review_text.folded)
 
     def mark(self, node: ast.AST, what: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -224,6 +226,10 @@ class _Look(ast.NodeVisitor):
                 self.mark(node, f"a class hooked into torch's dispatch ({target.id})")
         self.generic_visit(node)
 
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._annotation(node.annotation)
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         # A chain `a.b.c` is looked at once, link by link from its root: visiting each link's own chain again
         # would cost the square of its length (240 links on each of 4,000 lines took 17 s).
@@ -261,18 +267,50 @@ class _Look(ast.NodeVisitor):
             elif top == "types" and node.attr in TYPES:
                 self.mark(node, f"functions or frames as objects ({full})")
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name in HOOKS:
             self.mark(node, f"a class hooked into torch's dispatch ({node.name})")
+        if node.returns is not None:
+            self._annotation(node.returns)
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_arg(self, node: ast.arg) -> None:
+        if node.annotation is not None:
+            self._annotation(node.annotation)
+        self.generic_visit(node)
+
+    def _annotation(self, annotation: ast.AST) -> None:
+        """Each string in an annotation, which typing's hints, inspect and jaxtyping evaluate: read as the code it
+        would be, and marked where it is more than a type (`"f(__import__('x'))"`)."""
+        for node in ast.walk(annotation):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                self._annotation_text(node, node.value)
+
+    def _annotation_text(self, node: ast.AST, text: str) -> None:
+        for part in type_texts(text):
+            if part.isidentifier() or part.isdigit() or part == "...":
+                continue  # a name, a size: only a type, and a parse of each cost the scan half again its time
+            tree = parsed_type(part)
+            if tree is None:
+                continue  # not an expression: nothing evaluates it
+            if not is_plain_type(tree):
+                self.mark(node, f"code in a string annotation, run where the hints are resolved ({part})")
+                continue
+            for inner in ast.walk(tree):
+                ast.copy_location(inner, node)
+                if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                    self._annotation_text(node, inner.value)  # list["..."]: a forward reference in one
+            self.visit(tree)  # read as code is ("torch._C.Generator")
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         key = node.slice
         if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(key, ast.Constant) and isinstance(key.value, str) \
                 and not _private(key.value) and key.value not in ATTRIBUTES | SYS_ATTRIBUTES:
             self.own_writes.add(id(node.value))  # `x.__dict__["w"] = v`: a write by a public name
+        if isinstance(key, ast.Slice):
+            self._folded(node)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -291,6 +329,8 @@ class _Look(ast.NodeVisitor):
                     self.mark(node, f"an attribute named at run time ({name})")
             elif _private(text.value) or text.value in ATTRIBUTES:
                 self.mark(node, f"a private name ({name} {text.value!r})")
+        elif isinstance(node.func, ast.Attribute) and name in ("join", "format", "replace"):
+            self._folded(node)
         for keyword in node.keywords:
             if keyword.arg is None and name in PICKLE_LOADS:  # `load(p, **options)`: any of them, unseen
                 self.mark(node, "a load given options by a dict (weights_only or allow_pickle unseen)")
@@ -310,21 +350,34 @@ class _Look(ast.NodeVisitor):
             self.mark(node, f"{node.id} passed as a value (called where it stands, it would be read)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if not isinstance(node.value, str):
-            return
-        if node.value in HOOKS:  # type("T", bases, {"__torch_dispatch__": ...})
-            self.mark(node, f"a class hooked into torch's dispatch ({node.value})")
-        elif _names_a_module(node.value, GRADER_MODULES):  # importlib.import_module("adapters.strides")
-            self.mark(node, f"the grader's own code named in text ({node.value})")
-        elif "{" in node.value and (name := _format_field_reaching(node.value)) is not None:
+        if isinstance(node.value, str):
+            self._text(node, node.value)
+        elif isinstance(node.value, bytes):  # b"adapters.strides".decode()
+            self._text(node, node.value.decode("latin-1"))
+
+    def _text(self, node: ast.AST, text: str) -> None:
+        """The marks of a string, written out or folded from pieces."""
+        if text in HOOKS:  # type("T", bases, {"__torch_dispatch__": ...})
+            self.mark(node, f"a class hooked into torch's dispatch ({text})")
+        elif (name := grader_name_in(text, GRADER_MODULES)) is not None:  # import_module("adapters.strides")
+            self.mark(node, f"the grader's own code named in text ({name})")
+        elif "{" in text and (name := _format_field_reaching(text)) is not None:
             self.mark(node, f"{name} named in a format string's field")
 
+    def _folded(self, node: ast.AST) -> None:
+        """A string built from pieces (`"adapter" + "s.strides"`, `"".join([...])`, an f-string) is read as
+        the text it builds, once for the whole expression."""
+        if id(node) not in self.covered and (text := folded(node, self.covered)) is not None:
+            self._text(node, text)
 
-def _names_a_module(text: str, tops: frozenset[str]) -> bool:
-    """Whether `text` is a dotted name (`a.b.c`, nothing else) below one of `tops`, or is "adapters"
-    (a bare "tests" or "staff" is a word honest code may write)."""
-    parts = text.split(".")
-    return parts[0] in tops and all(part.isidentifier() for part in parts) and (len(parts) > 1 or text == "adapters")
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, (ast.Add, ast.Mod, ast.Mult)):
+            self._folded(node)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self._folded(node)
+        self.generic_visit(node)
 
 
 def _format_field_reaching(text: str) -> str | None:

@@ -113,6 +113,28 @@ REACHING = {
     "the logging configurator through logging": "import logging\nlogging.config.dictConfig(config)\n",
     "a test loader's names": "import unittest\nunittest.defaultTestLoader.loadTestsFromName(name)\n",
     "C++ compiled at run time": "from torch.utils.cpp_extension import load_inline\n",
+    # A string annotation is code where typing's hints, inspect or jaxtyping resolve it.
+    "code in a string annotation": "def g(w: \"f(__import__('m', fromlist=['x']))\") -> None:\n    pass\n",
+    "code in a string return annotation": "def g() -> '(lambda: m)()':\n    pass\n",
+    "code in a variable's string annotation": "x: 'f()' = 1\n",
+    "code in a forward reference inside an annotation": "def g(w: list['f()']):\n    pass\n",
+    "code in a jaxtyping size": "def g(x: Float[Tensor, 'b min(f(),1)']):\n    pass\n",
+    "a private module in a string annotation": "import torch\ndef g(x: 'torch._C.Generator'):\n    pass\n",
+    # The grader's module named inside a longer text, or built from pieces.
+    "the grader's module inside code as text": "setup = \"found.append(__import__('adapters.flops'))\"\n",
+    "the grader's module after other words": "m = resolve('x adapters.strides')\n",
+    "the grader's package quoted in text": "setup = \"__import__('adapters', fromlist=['flops'])\"\n",
+    "the worker's module in text": "m = resolve('frames.caller')\n",
+    "the grader's module from pieces": "m = resolve('adapter' + 's.strides')\n",
+    "the grader's module joined": "m = resolve(''.join(['adap', 'ters', '.strides']))\n",
+    "the grader's module joined by dots": "m = resolve('.'.join(('tests', 'grading')))\n",
+    "the grader's module in an f-string": "m = resolve(f\"{'adapter'}s.strides\")\n",
+    "the grader's module formatted": "m = resolve('{}s.strides'.format('adapter'))\n",
+    "the grader's module by percent": "m = resolve('%ss.strides' % 'adapter')\n",
+    "the grader's module reversed": "m = resolve('sedirts.sretpada'[::-1])\n",
+    "the grader's module with a computed tail": "m = resolve('adapters.' + name)\n",
+    "the grader's module in bytes": "m = resolve(b'adapters.strides'.decode())\n",
+    "a hook named from pieces": "T = type('T', (object,), {'__torch_' + 'dispatch__': f})\n",
     # torch's dispatch base, which every module that imported it hands out under a public-looking name.
     "torch's dispatch base under another module's name": "import torch.utils.flop_counter\n"
                                                           "modes = torch.utils.flop_counter.TorchDispatchMode\n",
@@ -155,6 +177,15 @@ HONEST = {
     "format strings with fields and keys": "print('{:.3f} {0[loss]} {name}'.format(1.0, name=2))\n",
     "words that name the grader's folders": '"""Called by the adapters; see tests and staff."""\n'
                                             "folder, role = 'tests', 'staff'\n",
+    "files that name the grader's folders": '"""The adapters call this (adapters/strides.py, worker.py)."""\n'
+                                            "path = f'{folder}/tests.txt'\n",
+    "plain string annotations": "def f(x: 'torch.Tensor', n: 'list[int]', m: 'int | None' = None) -> "
+                                "'dict[str, torch.Tensor]':\n    pass\n",
+    "jaxtyping shapes and literals": "def f(x: Float[Tensor, '... d_model'], y: Float[Tensor, '*batch seq n-1'],\n"
+                                     "      mode: Literal['eval', 'train'] = 'eval'):\n    pass\n",
+    "texts built from pieces": "name = 'step_' + str(i)\nmsg = ', '.join(['a', 'b'])\nline = '%s: %d' % ('loss', 3)\n"
+                               "rule = '-' * 80\nlabel = f'{name!r} at {step:>5}'\n",
+    "typing's names": "from typing import TYPE_CHECKING, BinaryIO, Literal\n",
 }
 
 
