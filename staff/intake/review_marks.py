@@ -6,9 +6,12 @@ a call ran (a dispatch mode, a patched name), whether it used autograd, whether 
 what a timer measured. Code in that process can reach those instruments and change what they record,
 but only through torch's private modules (`torch._C`, `torch.utils._python_dispatch`, `torch.ops`,
 `torch.library`), frames and the objects they hold (`sys._getframe`, `f_back`, `gc.get_objects`,
-`__closure__`), code built at run time (`exec`, `getattr` with a computed name, `importlib`), or
-foreign code (`ctypes`). None of that is needed for any problem, and a static look finds each use:
-a name written out, or a dynamic construct that could hide one. A grade whose code has any is marked
+`__closure__`), code built at run time (`exec`, `getattr` with a computed name, `importlib`, the standard
+library's runners of text: `timeit`, typing's hints of a string annotation, `logging.config`), the grader's
+modules named in text (whole or in pieces), attributes set on the modules and classes the instruments are
+built on (`FlopCounterMode.get_total_flops = f`, a dispatch mode's `__enter__`), or foreign code (`ctypes`).
+None of that is needed for any problem, and a static look finds each use: a name written out, or a dynamic
+construct that could hide one. A grade whose code has any is marked
 with where and what (`find`); its points stand, and a person decides. Honest code written as the
 handout asks has none (the reference, every variant `staff validate` grades: a test checks).
 
@@ -123,6 +126,14 @@ COMPILED = (".so", ".pyd", ".dll", ".dylib")  # the intake leaves out .pyc files
 # `self.__dict__.update(...)`). Not read: any function may be called with any object as its `self` (an
 # unbound method, a default `self=sys`), and a read hands out what the object holds (`sys.__dict__`).
 OWN_OBJECTS = {"self", "cls"}
+# Attributes of imported modules and classes that honest code sets: torch's documented switches
+# (`torch.backends.cudnn.benchmark = True`, `torch.backends.cuda.matmul.allow_tf32 = True`).
+SETTINGS_PREFIXES = ("torch.backends.",)
+# A special attribute honest code may set on another object: a function's docstring.
+SETTABLE_DUNDERS = {"__doc__"}
+DESCRIPTIONS = {"__doc__", "__name__", "__qualname__"}  # read from a function, text: the function is not handed over
+DEFAULTED = "(a parameter's default)"  # the root of an attribute set on a parameter given a computed default
+CLASS_OF_ANOTHER = "(an object's class)"  # the root of an attribute set on `type(x)` or `x.__class__`
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,28 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__") and not name.startswith(PRIVATE_ALLOWED_PREFIXES)
 
 
+def _named_chain(node: ast.AST | None) -> list[str] | None:
+    """The chain of names `node` reads: `a.b` as `_dotted` has it, `getattr(a.b, "c")` as a.b.c."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+            len(node.args) == 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        chain = _named_chain(node.args[0])
+        return None if chain is None else [*chain, node.args[1].value]
+    return _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+
+def _class_of_another(owner: ast.AST) -> bool:
+    """Whether `owner` is `type(x)` or `x.__class__` for an x other than a method's own object: a class that
+    every other instance shares (the grader's counter too, where x is one)."""
+    if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "type" and \
+            len(owner.args) == 1:
+        inner = owner.args[0]
+    elif isinstance(owner, ast.Attribute) and owner.attr == "__class__":
+        inner = owner.value
+    else:
+        return False
+    return not (isinstance(inner, ast.Name) and inner.id in OWN_OBJECTS)
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     """`a.b.c` as ["a", "b", "c"]; None where the chain does not start at a name."""
     parts = []
@@ -163,6 +196,16 @@ class _Look(ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # a name bound to another package's module or object -> its path
         self.called: set[int] = set()  # the Name nodes called where they stand (`eval(...)`, not `e = eval`)
         self.own_writes: set[int] = set()  # the `self.__dict__` nodes only written to (see OWN_OBJECTS)
+        # Names an import bound (the student's own modules too), and names given such a name's chain.
+        self.imported: set[str] = set()
+        self.defined: set[str] = set()  # functions and classes written in the file
+        # Each attribute set or deleted: the node, the attribute, its object's chain of names (None where the
+        # object is no chain; its root as `_store` has it) and the value given (None: deleted or not seen).
+        self.stores: list[tuple[ast.AST, str, list[str] | None, ast.AST | None]] = []
+        # The parameters of each function the visit is in, innermost last, each to whether it has a default that
+        # is no constant (`def f(self=sys)`: any object may be its value, so it is neither the method's own nor free).
+        self.parameters: list[dict[str, bool]] = []
+        self.store_values: dict[int, ast.AST] = {}  # an attribute target's node -> the value it is given
         self.covered: set[int] = set()  # nodes folded into a text already (see review_text.folded)
 
     def mark(self, node: ast.AST, what: str) -> None:
@@ -184,6 +227,7 @@ class _Look(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
+            self.imported.add(alias.asname or alias.name.split(".")[0])
             if alias.name.split(".")[0] == OWN:
                 continue
             self._module(node, alias.name)
@@ -193,6 +237,7 @@ class _Look(ast.NodeVisitor):
                 self.aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.imported.update(alias.asname or alias.name for alias in node.names)
         if node.level or not node.module or node.module.split(".")[0] == OWN:
             return  # the student's own package
         self._module(node, node.module)
@@ -214,20 +259,49 @@ class _Look(ast.NodeVisitor):
                 self._module(node, full)
             self.aliases[alias.asname or alias.name] = full
 
+    def _bind(self, target: ast.AST, value: ast.AST | None) -> None:
+        """`T = torch`, `U = torch.utils`, `C: type = F`, `a, b = torch.x, torch.y`: the names stand for what
+        they were given; an attribute target keeps its value for the check of what it sets (`finish`)."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and \
+                len(value.elts) == len(target.elts) else [value] * len(target.elts)
+            for part, part_value in zip(target.elts, values, strict=True):
+                self._bind(part, part_value)
+        elif isinstance(target, ast.Attribute) and value is not None:
+            self.store_values[id(target)] = value
+        elif isinstance(target, ast.Name):
+            chain = _named_chain(value)
+            if chain and chain[0] in self.aliases:
+                self.aliases[target.id] = ".".join([self.aliases[chain[0]], *chain[1:]])
+            if chain and chain[0] in self.imported:
+                self.imported.add(target.id)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor | ast.comprehension) -> None:
+        if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):  # `for C in (FlopCounterMode,)`: C is each
+            for item in node.iter.elts:
+                self._bind(node.target, item)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_comprehension = visit_For
+
     def visit_Assign(self, node: ast.Assign) -> None:
-        # `T = torch` or `U = torch.utils`: the names stand for what they were given.
-        chain = _dotted(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
-        if chain and chain[0] in self.aliases:
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    self.aliases[target.id] = ".".join([self.aliases[chain[0]], *chain[1:]])
         for target in node.targets:
+            self._bind(target, node.value)
             if isinstance(target, ast.Name) and target.id in HOOKS:
                 self.mark(node, f"a class hooked into torch's dispatch ({target.id})")
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._bind(node.target, node.value)
         self._annotation(node.annotation)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self._bind(node.target, node.value)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -244,6 +318,8 @@ class _Look(ast.NodeVisitor):
             for link in reversed(links):
                 chain = None if chain is None else [*chain, link.attr]
                 self._attribute(link, chain)
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                self._store(node, node.attr, node.value, self.store_values.get(id(node)))
         self.visit(base)
 
     def _attribute(self, node: ast.Attribute, chain: list[str] | None) -> None:
@@ -267,14 +343,43 @@ class _Look(ast.NodeVisitor):
             elif top == "types" and node.attr in TYPES:
                 self.mark(node, f"functions or frames as objects ({full})")
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if node.name in HOOKS:
-            self.mark(node, f"a class hooked into torch's dispatch ({node.name})")
-        if node.returns is not None:
-            self._annotation(node.returns)
-        self.generic_visit(node)
+    def _store(self, node: ast.AST, attribute: str, owner_node: ast.AST, value: ast.AST | None) -> None:
+        """An attribute set or deleted, kept for `finish` with its object's chain of names, whose root says where
+        the name came from where the function it is set in tells: a parameter ("", bound by no import, as in
+        `def f(model)` beside `from . import model`; DEFAULTED where a computed default may give it one) or an
+        object's class (CLASS_OF_ANOTHER: `type(x)`, `x.__class__`, which every other instance shares)."""
+        owner = _dotted(owner_node) if isinstance(owner_node, (ast.Name, ast.Attribute)) else None
+        scope = next((names for names in reversed(self.parameters) if owner and owner[0] in names), None)
+        if owner and scope is not None:
+            owner = [DEFAULTED if scope[owner[0]] else owner[0] if owner[0] in OWN_OBJECTS else "", *owner[1:]]
+        if _class_of_another(owner_node):
+            owner = [CLASS_OF_ANOTHER]
+        self.stores.append((node, attribute, owner, value))
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        if not isinstance(node, ast.Lambda):
+            self.defined.add(node.name)
+            if node.name in HOOKS:
+                self.mark(node, f"a class hooked into torch's dispatch ({node.name})")
+            if node.returns is not None:
+                self._annotation(node.returns)
+        arguments = node.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        defaults = [None] * (len(positional) - len(arguments.defaults)) + arguments.defaults
+        self.parameters.append({arg.arg: default is not None and not isinstance(default, ast.Constant) for arg, default
+                                in zip([*positional, *arguments.kwonlyargs], [*defaults, *arguments.kw_defaults],
+                                       strict=True)})
+        self.parameters[-1].update({arg.arg: False for arg in (arguments.vararg, arguments.kwarg) if arg is not None})
+        try:
+            self.generic_visit(node)
+        finally:
+            self.parameters.pop()
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.defined.add(node.name)
+        self.generic_visit(node)
 
     def visit_arg(self, node: ast.arg) -> None:
         if node.annotation is not None:
@@ -329,6 +434,8 @@ class _Look(ast.NodeVisitor):
                     self.mark(node, f"an attribute named at run time ({name})")
             elif _private(text.value) or text.value in ATTRIBUTES:
                 self.mark(node, f"a private name ({name} {text.value!r})")
+            elif name in ("setattr", "delattr"):  # checked as `x.name = value` and `del x.name` are
+                self._store(node, text.value, node.args[0], node.args[2] if len(node.args) > 2 else None)
         elif isinstance(node.func, ast.Attribute) and name in ("join", "format", "replace"):
             self._folded(node)
         for keyword in node.keywords:
@@ -379,6 +486,30 @@ class _Look(ast.NodeVisitor):
         self._folded(node)
         self.generic_visit(node)
 
+    def finish(self) -> None:
+        """The checks of the attributes the code sets or deletes, once every import, alias and function of
+        the file is known (a function may set one through a name the module binds below it)."""
+        for node, attribute, owner, value in self.stores:
+            own = owner is not None and len(owner) == 1 and owner[0] in OWN_OBJECTS
+            full = ".".join([self.aliases.get(owner[0], owner[0]), *owner[1:], attribute]) if owner else attribute
+            if attribute.startswith("__") and attribute.endswith("__") and attribute not in SETTABLE_DUNDERS \
+                    and not own:
+                self.mark(node, f"a special attribute of another object set ({attribute})")
+            elif owner and (owner[0] in self.imported or owner[0] in (DEFAULTED, CLASS_OF_ANOTHER)) and \
+                    not full.startswith(SETTINGS_PREFIXES):
+                self.mark(node, f"an attribute of an imported module or class set ({full})")
+            elif value is not None and not own and self._hands_over_code(value):
+                self.mark(node, f"a function or class of this file set on another object ({attribute})")
+
+    def _hands_over_code(self, value: ast.AST) -> bool:
+        """Whether `value` is, or holds, a function or class itself (a lambda, or a def's or class's name neither
+        called nor only described): set on another object, it replaces what that object's users call."""
+        called = {id(node.func) for node in ast.walk(value) if isinstance(node, ast.Call)}
+        called |= {id(node.value) for node in ast.walk(value) if isinstance(node, ast.Attribute)
+                   and node.attr in DESCRIPTIONS}
+        return any(isinstance(node, ast.Lambda) or (isinstance(node, ast.Name) and node.id in self.defined
+                                                    and id(node) not in called) for node in ast.walk(value))
+
 
 def _format_field_reaching(text: str) -> str | None:
     """The first attribute or key a format string's fields name (`"{0.f_back}"`, `"{0.modules[gc]}"`) that
@@ -410,9 +541,10 @@ def marks_in(source: bytes | str, file: str) -> list[Mark]:
     look = _Look(file)
     try:
         look.visit(tree)
+        look.finish()
     except RecursionError:
         return [*look.marks, Mark(file, 0, "code nested too deeply for the grader to read")]
-    return look.marks
+    return sorted(look.marks, key=lambda mark: mark.line)  # those `finish` found come last
 
 
 def find(package: Path) -> list[Mark]:

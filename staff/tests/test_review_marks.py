@@ -135,7 +135,36 @@ REACHING = {
     "the grader's module with a computed tail": "m = resolve('adapters.' + name)\n",
     "the grader's module in bytes": "m = resolve(b'adapters.strides'.decode())\n",
     "a hook named from pieces": "T = type('T', (object,), {'__torch_' + 'dispatch__': f})\n",
-    # torch's dispatch base, which every module that imported it hands out under a public-looking name.
+    # Attributes of imported modules and classes set: the instruments are built on torch's classes.
+    "torch's counter patched": "import torch.utils.flop_counter\n"
+                               "torch.utils.flop_counter.FlopCounterMode.get_total_flops = total\n",
+    "torch's counter patched through an alias": "import torch.utils.flop_counter\n"
+                                                "C = torch.utils.flop_counter.FlopCounterMode\n"
+                                                "C.get_total_flops = total\n",
+    "torch's counter patched, from": "from torch.utils.flop_counter import FlopCounterMode as C\n"
+                                     "C.get_total_flops = int\n",
+    "a patch through an alias bound below": "def patch():\n    C.get_total_flops = int\n\n"
+                                            "import torch.utils.flop_counter as fc\nC = fc.FlopCounterMode\n",
+    "a patch by setattr": "import torch\nsetattr(torch.nn.Module, 'forward', int)\n",
+    "a module's function deleted": "import torch\ndel torch.nn.functional.relu\n",
+    "a class attribute added to": "import torch\ntorch.utils.flop_counter.FlopCounterMode.count += 1\n",
+    "a patch through the student's own module": "from . import model\nmodel.torch.nn.Linear.forward = int\n",
+    "a patch through a parameter's default": "from torch.utils.flop_counter import FlopCounterMode\n"
+                                             "def t(self=FlopCounterMode):\n    self.get_total_flops = int\n",
+    "a special method set": "def patch(mode):\n    mode.__exit__ = leave\n",
+    "a special method set by setattr": "def patch(mode):\n    setattr(mode, '__enter__', enter)\n",
+    "a special method set on a method's class": "class A:\n    def f(self):\n        self.__class__.__call__ = g\n",
+    "a function of the file set on another object": "def total(self):\n    return 0\n\n"
+                                                    "def patch(counter):\n    counter.get_total_flops = total\n",
+    "a lambda set on another object": "def patch(counter):\n    counter.get_total_flops = lambda self: 0\n",
+    "a class of the file set on a module got at run time": "class Agreeing:\n    pass\n\n"
+                                                           "flops = found[0]\nflops.ScriptedMatmuls = Agreeing\n",
+    "a patch through a loop over classes": "from torch.utils.flop_counter import FlopCounterMode\n"
+                                           "for C in (FlopCounterMode,):\n    C.get_total_flops = int\n",
+    "a patch through a class got by getattr": "import torch.utils.flop_counter as fc\n"
+                                              "C = getattr(fc, 'FlopCounterMode')\nC.get_total_flops = int\n",
+    "a patch through an object's type": "def patch(counter):\n    type(counter).get_total_flops = int\n",
+    "a patch through an object's class": "def patch(counter):\n    counter.__class__.get_total_flops = int\n",
     "torch's dispatch base under another module's name": "import torch.utils.flop_counter\n"
                                                           "modes = torch.utils.flop_counter.TorchDispatchMode\n",
     "torch's dispatch base, from another module": "from torch.utils.flop_counter import TorchDispatchMode\n",
@@ -145,7 +174,9 @@ REACHING = {
 @pytest.mark.parametrize("source", REACHING.values(), ids=REACHING.keys())
 def test_each_way_to_reach_past_the_instruments_is_marked(source):
     # Mistakes: a scan of written-out names only (a getattr with a computed name, vars(), a module's
-    # __dict__, attrgetter hide any of them); an alias or a `from` import unfollowed.
+    # __dict__, attrgetter hide any of them); an alias or a `from` import unfollowed; a grader module's name
+    # looked for only as a whole string, never inside code given as text nor built from pieces; the standard
+    # library's runners of text (timeit, typing's hints) unlisted; torch's classes patched where they live.
     marks = marks_in(source, "strides.py")
     assert marks, f"not marked:\n{source}"
     assert all(m.file == "strides.py" and m.line >= 0 for m in marks)  # 0: the whole file
@@ -179,12 +210,29 @@ HONEST = {
                                             "folder, role = 'tests', 'staff'\n",
     "files that name the grader's folders": '"""The adapters call this (adapters/strides.py, worker.py)."""\n'
                                             "path = f'{folder}/tests.txt'\n",
+    "torch's documented switches": "import torch\ntorch.backends.cudnn.benchmark = True\n"
+                                    "torch.backends.cuda.matmul.allow_tf32 = True\n"
+                                    "from torch.backends import cudnn\ncudnn.deterministic = True\n",
+    "an object's own attributes": "class A:\n    count = 0\n\n    def __init__(self):\n        self.x = 1\n"
+                                  "        self.__class__.count += 1\n        type(self).count += 1\n\n"
+                                  "    @classmethod\n    def f(cls):\n"
+                                  "        cls.count = 2\n",
+    "a model's weights replaced": "from torch import nn\nmodel.weight = nn.Parameter(torch.zeros(2))\n"
+                                  "layer.bias = None\n",
+    "gradients cleared in a loop": "for p in model.parameters():\n    p.grad = None\n    p.data -= lr * p.data\n",
+    "a parameter named as an import": "from . import model\n\ndef train(model, w):\n    model.weight = w\n",
+    "a file's functions called into attributes": "def scale(x):\n    return x\n\nfor p in params:\n"
+                                                  "    p.data = scale(p.data)\n",
+    "a docstring set": "def f():\n    pass\n\nwrapper.__doc__ = f.__doc__\n",
     "plain string annotations": "def f(x: 'torch.Tensor', n: 'list[int]', m: 'int | None' = None) -> "
                                 "'dict[str, torch.Tensor]':\n    pass\n",
     "jaxtyping shapes and literals": "def f(x: Float[Tensor, '... d_model'], y: Float[Tensor, '*batch seq n-1'],\n"
                                      "      mode: Literal['eval', 'train'] = 'eval'):\n    pass\n",
     "texts built from pieces": "name = 'step_' + str(i)\nmsg = ', '.join(['a', 'b'])\nline = '%s: %d' % ('loss', 3)\n"
                                "rule = '-' * 80\nlabel = f'{name!r} at {step:>5}'\n",
+    "torch's FLOP counter used": "from torch.utils.flop_counter import FlopCounterMode\n"
+                                 "with FlopCounterMode(display=False) as counter:\n    pass\n"
+                                 "flops = counter.get_total_flops()\n",
     "typing's names": "from typing import TYPE_CHECKING, BinaryIO, Literal\n",
 }
 
