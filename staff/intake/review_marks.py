@@ -60,7 +60,11 @@ MODULES = {
     "string.Formatter": "objects fetched by names written in text (string.Formatter)",
     # Code given as text, compiled and run by the module: a timer's stmt and setup, a profiler's or tracer's
     # command, a docstring's examples, the debugger's commands.
-    "timeit": "code run from text (timeit compiles its stmt and setup)",
+    "timeit": None,  # its clock (default_timer) is honest; what takes a stmt or a setup is not:
+    "timeit.timeit": "code run from text (timeit compiles its stmt and setup)",
+    "timeit.repeat": "code run from text (timeit compiles its stmt and setup)",
+    "timeit.Timer": "code run from text (timeit compiles its stmt and setup)",
+    "timeit.main": "code run from text (timeit compiles its stmt and setup)",
     "cProfile": "code run from text (cProfile)", "profile": "code run from text (profile)",
     "trace": "code run from text (trace)", "doctest": "code run from text (doctest's examples)",
     "pdb": "the debugger, which runs code from text (pdb)", "bdb": "the debugger's base, which traces frames (bdb)",
@@ -343,6 +347,14 @@ class _Look(ast.NodeVisitor):
             elif top == "types" and node.attr in TYPES:
                 self.mark(node, f"functions or frames as objects ({full})")
 
+    def _resolved(self, node: ast.AST) -> list[str]:
+        """The dotted path of what `node` names through the file's imports (`t.x` with `import timeit as t`:
+        timeit.x); empty where it names nothing imported."""
+        chain = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if not chain or chain[0] not in self.aliases:
+            return []
+        return [*self.aliases[chain[0]].split("."), *chain[1:]]
+
     def _store(self, node: ast.AST, attribute: str, owner_node: ast.AST, value: ast.AST | None) -> None:
         """An attribute set or deleted, kept for `finish` with its object's chain of names, whose root says where
         the name came from where the function it is set in tells: a parameter ("", bound by no import, as in
@@ -434,6 +446,8 @@ class _Look(ast.NodeVisitor):
                     self.mark(node, f"an attribute named at run time ({name})")
             elif _private(text.value) or text.value in ATTRIBUTES:
                 self.mark(node, f"a private name ({name} {text.value!r})")
+            elif (owner := self._resolved(node.args[0])) and MODULES.get(full := ".".join([*owner, text.value])):
+                self.mark(node, MODULES[full])  # getattr(timeit, "Timer") is timeit.Timer
             elif name in ("setattr", "delattr"):  # checked as `x.name = value` and `del x.name` are
                 self._store(node, text.value, node.args[0], node.args[2] if len(node.args) > 2 else None)
         elif isinstance(node.func, ast.Attribute) and name in ("join", "format", "replace"):

@@ -103,6 +103,8 @@ REACHING = {
     # Standard-library modules that run code given as text, or resolve objects named in it.
     "a timer's set-up text": "import timeit\ntimeit.timeit(stmt='pass', setup=text, globals={'found': found})\n",
     "a timer, from": "from timeit import Timer\n",
+    "a timer got by getattr": "import timeit as t\nrun = getattr(t, 'timeit')\n",
+    "string hints got by getattr": "import typing\nhints = getattr(typing, 'get_type_hints')(f)\n",
     "a profiler's command": "import cProfile\ncProfile.run(text)\n",
     "docstrings' examples run": "import doctest\n",
     "the debugger": "import pdb\n",
@@ -234,6 +236,9 @@ HONEST = {
                                  "with FlopCounterMode(display=False) as counter:\n    pass\n"
                                  "flops = counter.get_total_flops()\n",
     "typing's names": "from typing import TYPE_CHECKING, BinaryIO, Literal\n",
+    "the timer's clock": "import timeit\nfrom timeit import default_timer\nstart = timeit.default_timer()\n"
+                         "clock = getattr(timeit, 'default_timer')\n",
+    "attributes named as modules": "mode = getattr(args, 'profile')\nsource = getattr(self, 'code', None)\n",
 }
 
 
