@@ -558,7 +558,10 @@ def marks_in(source: bytes | str, file: str) -> list[Mark]:
         look.finish()
     except RecursionError:
         return [*look.marks, Mark(file, 0, "code nested too deeply for the grader to read")]
-    return sorted(look.marks, key=lambda mark: mark.line)  # those `finish` found come last
+    by_line = {}
+    for mark in look.marks:  # those `finish` found came last: one a line, in line order
+        by_line.setdefault(mark.line, mark)
+    return sorted(by_line.values(), key=lambda mark: mark.line)
 
 
 def find(package: Path) -> list[Mark]:

@@ -120,19 +120,23 @@ def _method(node: ast.Call, covered: set[int], depth: int) -> str | None:
     owner = folded(node.func.value, covered, depth + 1)
     if owner is None or node.func.attr not in ("join", "format", "replace"):
         return None
-    args = [UNKNOWN if (text := folded(arg, covered, depth + 1)) is None else text for arg in node.args]
+    args = [_or_unknown(folded(arg, covered, depth + 1)) for arg in node.args]
     if node.func.attr == "join":
         items = node.args[0] if len(node.args) == 1 else None
         if not isinstance(items, (ast.List, ast.Tuple)):
             return UNKNOWN
-        return owner.join(folded(item, covered, depth + 1) or UNKNOWN for item in items.elts)
+        return owner.join(_or_unknown(folded(item, covered, depth + 1)) for item in items.elts)
     if node.func.attr == "replace":
         if len(args) != 2 or len(owner) * max(len(args[1]), 1) > MOST_FOLDED:
             return UNKNOWN
         return owner.replace(args[0], args[1])
-    named = {keyword.arg: folded(keyword.value, covered, depth + 1) or UNKNOWN for keyword in node.keywords
+    named = {keyword.arg: _or_unknown(folded(keyword.value, covered, depth + 1)) for keyword in node.keywords
              if keyword.arg}
     return _formatted(owner, args, named)
+
+
+def _or_unknown(text: str | None) -> str:
+    return UNKNOWN if text is None else text
 
 
 def _formatted(template: str, args: list[str], named: dict[str, str]) -> str:

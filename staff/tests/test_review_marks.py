@@ -128,7 +128,7 @@ REACHING = {
     "the grader's package quoted in text": "setup = \"__import__('adapters', fromlist=['flops'])\"\n",
     "the worker's module in text": "m = resolve('frames.caller')\n",
     "the grader's module from pieces": "m = resolve('adapter' + 's.strides')\n",
-    "the grader's module joined": "m = resolve(''.join(['adap', 'ters', '.strides']))\n",
+    "the grader's module joined": "m = resolve(''.join(['adap', 'ters', '', '.strides']))\n",
     "the grader's module joined by dots": "m = resolve('.'.join(('tests', 'grading')))\n",
     "the grader's module in an f-string": "m = resolve(f\"{'adapter'}s.strides\")\n",
     "the grader's module formatted": "m = resolve('{}s.strides'.format('adapter'))\n",
