@@ -75,6 +75,7 @@ MODULES = {
     "typing.ForwardRef": "text evaluated as a type (typing.ForwardRef)",
     "typing.evaluate_forward_ref": "text evaluated as a type (typing.evaluate_forward_ref)",
     "annotationlib": "annotations evaluated as code (annotationlib)",
+    "imp": "modules imported from a file or by a computed name (imp)",
     # Objects named in text, imported and returned: dictConfig's "()" factories and "ext://" values, fileConfig's
     # eval of a handler's args; a test loader's names; entry points; import hooks that resolve their checker.
     "logging.config": "objects resolved from text (logging.config)",
@@ -107,6 +108,8 @@ ATTRIBUTES = {
     # torch's dispatch-mode classes, which every public module that imported them hands out again
     # (`torch.utils.flop_counter.TorchDispatchMode`), and the FLOP counter's table of formulas
     "TorchDispatchMode", "TorchFunctionMode", "BaseTorchFunctionMode", "flop_registry", "register_flop_formula",
+    # a function's annotations, whose strings functools.singledispatch's register and typing's hints evaluate
+    "__annotations__",
 }
 # Attributes of sys only: `self.modules`, a model's `.modules()` and `Path.path` are honest.
 SYS_ATTRIBUTES = {"modules", "path", "meta_path", "path_hooks", "path_importer_cache", "monitoring"}
@@ -428,6 +431,8 @@ class _Look(ast.NodeVisitor):
             self.own_writes.add(id(node.value))  # `x.__dict__["w"] = v`: a write by a public name
         if isinstance(key, ast.Slice):
             self._folded(node)
+        elif self._resolved(node.value)[:1] == ["jaxtyping"]:  # `isinstance(x, Float[T, "..."])`: sizes evaluated
+            self._annotation(key)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -121,6 +121,9 @@ REACHING = {
     "code in a variable's string annotation": "x: 'f()' = 1\n",
     "code in a forward reference inside an annotation": "def g(w: list['f()']):\n    pass\n",
     "code in a jaxtyping size": "def g(x: Float[Tensor, 'b min(f(),1)']):\n    pass\n",
+    "code in a jaxtyping size outside an annotation": "from jaxtyping import Float\n"
+                                                        "ok = isinstance(x, Float[Tensor, 'b f()'])\n",
+    "annotations written at run time": "g.__annotations__['w'] = text\n",
     "a private module in a string annotation": "import torch\ndef g(x: 'torch._C.Generator'):\n    pass\n",
     # The grader's module named inside a longer text, or built from pieces.
     "the grader's module inside code as text": "setup = \"found.append(__import__('adapters.flops'))\"\n",
@@ -235,6 +238,8 @@ HONEST = {
     "torch's FLOP counter used": "from torch.utils.flop_counter import FlopCounterMode\n"
                                  "with FlopCounterMode(display=False) as counter:\n    pass\n"
                                  "flops = counter.get_total_flops()\n",
+    "jaxtyping's shapes outside annotations": "import jaxtyping\nVector = jaxtyping.Float[Tensor, 'd']\n"
+                                              "ok = isinstance(x, jaxtyping.Float[Tensor, '*batch d_model'])\n",
     "typing's names": "from typing import TYPE_CHECKING, BinaryIO, Literal\n",
     "the timer's clock": "import timeit\nfrom timeit import default_timer\nstart = timeit.default_timer()\n"
                          "clock = getattr(timeit, 'default_timer')\n",
