@@ -213,7 +213,7 @@ class _Look(ast.NodeVisitor):
         # is no constant (`def f(self=sys)`: any object may be its value, so it is neither the method's own nor free).
         self.parameters: list[dict[str, bool]] = []
         self.store_values: dict[int, ast.AST] = {}  # an attribute target's node -> the value it is given
-        self.covered: set[int] = set()  # nodes folded into a text already (see review_text.folded)
+        self.covered: set[int] = set()  # nodes folded into a text (review_text.folded) or read as a type already
 
     def mark(self, node: ast.AST, what: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -404,14 +404,15 @@ class _Look(ast.NodeVisitor):
     def _annotation(self, annotation: ast.AST) -> None:
         """Each string in an annotation, which typing's hints, inspect and jaxtyping evaluate: read as the code it
         would be, and marked where it is more than a type (`"f(__import__('x'))"`)."""
+        if isinstance(annotation, (ast.Name, ast.Attribute)):
+            return  # `int`, `torch.Tensor`: no string in it (the common case, walked for nothing)
         for node in ast.walk(annotation):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.covered:
+                self.covered.add(id(node))  # a jaxtyping type in an annotation is read once, not again as a subscript
                 self._annotation_text(node, node.value)
 
     def _annotation_text(self, node: ast.AST, text: str) -> None:
         for part in type_texts(text):
-            if part.isidentifier() or part.isdigit() or part == "...":
-                continue  # a name, a size: only a type, and a parse of each cost the scan half again its time
             tree = parsed_type(part)
             if tree is None:
                 continue  # not an expression: nothing evaluates it
