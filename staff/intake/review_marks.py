@@ -6,9 +6,12 @@ a call ran (a dispatch mode, a patched name), whether it used autograd, whether 
 what a timer measured. Code in that process can reach those instruments and change what they record,
 but only through torch's private modules (`torch._C`, `torch.utils._python_dispatch`, `torch.ops`,
 `torch.library`), frames and the objects they hold (`sys._getframe`, `f_back`, `gc.get_objects`,
-`__closure__`), code built at run time (`exec`, `getattr` with a computed name, `importlib`), or
-foreign code (`ctypes`). None of that is needed for any problem, and a static look finds each use:
-a name written out, or a dynamic construct that could hide one. A grade whose code has any is marked
+`__closure__`), code built at run time (`exec`, `getattr` with a computed name, `importlib`, the standard
+library's runners of text: `timeit`, typing's hints of a string annotation, `logging.config`), the grader's
+modules named in text (whole or in pieces), attributes set on the modules and classes the instruments are
+built on (`FlopCounterMode.get_total_flops = f`, a dispatch mode's `__enter__`), or foreign code (`ctypes`).
+None of that is needed for any problem, and a static look finds each use: a name written out, or a dynamic
+construct that could hide one. A grade whose code has any is marked
 with where and what (`find`); its points stand, and a person decides. Honest code written as the
 handout asks has none (the reference, every variant `staff validate` grades: a test checks).
 
@@ -25,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from adapters._text import shown_text
+from staff.intake.review_text import folded, grader_name_in, is_plain_type, parsed_type, type_texts
 from staff.intake.submission import PACKAGE
 from staff.sandbox.layout import WORKER_FILES
 
@@ -54,6 +58,34 @@ MODULES = {
     "pickle": None, "dill": None, "cloudpickle": None,  # their loads only: see PICKLE_LOADS
     # A subclass is handed each object a format string's fields name ("{0.modules[importlib]}"), by text.
     "string.Formatter": "objects fetched by names written in text (string.Formatter)",
+    # Code given as text, compiled and run by the module: a timer's stmt and setup, a profiler's or tracer's
+    # command, a docstring's examples, the debugger's commands.
+    "timeit": None,  # its clock (default_timer) is honest; what takes a stmt or a setup is not:
+    "timeit.timeit": "code run from text (timeit compiles its stmt and setup)",
+    "timeit.repeat": "code run from text (timeit compiles its stmt and setup)",
+    "timeit.Timer": "code run from text (timeit compiles its stmt and setup)",
+    "timeit.main": "code run from text (timeit compiles its stmt and setup)",
+    "cProfile": "code run from text (cProfile)", "profile": "code run from text (profile)",
+    "trace": "code run from text (trace)", "doctest": "code run from text (doctest's examples)",
+    "pdb": "the debugger, which runs code from text (pdb)", "bdb": "the debugger's base, which traces frames (bdb)",
+    "rlcompleter": "expressions evaluated from text (rlcompleter)", "idlelib": "code run from text (idlelib)",
+    # String annotations are evaluated as code (forward references): typing's and annotationlib's resolvers.
+    "typing.get_type_hints": "string annotations evaluated as code (typing.get_type_hints)",
+    "typing_extensions.get_type_hints": "string annotations evaluated as code (typing_extensions.get_type_hints)",
+    "typing.ForwardRef": "text evaluated as a type (typing.ForwardRef)",
+    "typing.evaluate_forward_ref": "text evaluated as a type (typing.evaluate_forward_ref)",
+    "annotationlib": "annotations evaluated as code (annotationlib)",
+    "imp": "modules imported from a file or by a computed name (imp)",
+    # Objects named in text, imported and returned: dictConfig's "()" factories and "ext://" values, fileConfig's
+    # eval of a handler's args; a test loader's names; entry points; import hooks that resolve their checker.
+    "logging.config": "objects resolved from text (logging.config)",
+    "unittest": "objects resolved from text (unittest's loaders)",
+    "pkg_resources": "objects resolved from text (pkg_resources)",
+    "test.support": "modules imported by a computed name (test.support)",
+    "jaxtyping.install_import_hook": "an import hook that rewrites modules (jaxtyping)",
+    "beartype.claw": "an import hook that rewrites modules (beartype.claw)",
+    "torch.utils.cpp_extension": "foreign code compiled at run time (torch.utils.cpp_extension)",
+    "torch.package": "code imported from an archive (torch.package)",
 }
 # The grader's own code in the worker: the adapters (whose globals the tests' checks read when they run) and
 # the worker's modules. Honest code imports none of it.
@@ -73,6 +105,11 @@ ATTRIBUTES = {
     "_push_mode", "_pop_mode_temporarily", "handle_torch_function", "_instrument",
     # autograd's graph, whose nodes compute gradients when called, past the block on autograd's entry points
     "grad_fn", "next_functions",
+    # torch's dispatch-mode classes, which every public module that imported them hands out again
+    # (`torch.utils.flop_counter.TorchDispatchMode`), and the FLOP counter's table of formulas
+    "TorchDispatchMode", "TorchFunctionMode", "BaseTorchFunctionMode", "flop_registry", "register_flop_formula",
+    # a function's annotations, whose strings functools.singledispatch's register and typing's hints evaluate
+    "__annotations__",
 }
 # Attributes of sys only: `self.modules`, a model's `.modules()` and `Path.path` are honest.
 SYS_ATTRIBUTES = {"modules", "path", "meta_path", "path_hooks", "path_importer_cache", "monitoring"}
@@ -96,6 +133,14 @@ COMPILED = (".so", ".pyd", ".dll", ".dylib")  # the intake leaves out .pyc files
 # `self.__dict__.update(...)`). Not read: any function may be called with any object as its `self` (an
 # unbound method, a default `self=sys`), and a read hands out what the object holds (`sys.__dict__`).
 OWN_OBJECTS = {"self", "cls"}
+# Attributes of imported modules and classes that honest code sets: torch's documented switches
+# (`torch.backends.cudnn.benchmark = True`, `torch.backends.cuda.matmul.allow_tf32 = True`).
+SETTINGS_PREFIXES = ("torch.backends.",)
+# A special attribute honest code may set on another object: a function's docstring.
+SETTABLE_DUNDERS = {"__doc__"}
+DESCRIPTIONS = {"__doc__", "__name__", "__qualname__"}  # read from a function, text: the function is not handed over
+DEFAULTED = "(a parameter's default)"  # the root of an attribute set on a parameter given a computed default
+CLASS_OF_ANOTHER = "(an object's class)"  # the root of an attribute set on `type(x)` or `x.__class__`
 
 
 @dataclass(frozen=True)
@@ -119,6 +164,28 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__") and not name.startswith(PRIVATE_ALLOWED_PREFIXES)
 
 
+def _named_chain(node: ast.AST | None) -> list[str] | None:
+    """The chain of names `node` reads: `a.b` as `_dotted` has it, `getattr(a.b, "c")` as a.b.c."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+            len(node.args) == 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        chain = _named_chain(node.args[0])
+        return None if chain is None else [*chain, node.args[1].value]
+    return _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+
+def _class_of_another(owner: ast.AST) -> bool:
+    """Whether `owner` is `type(x)` or `x.__class__` for an x other than a method's own object: a class that
+    every other instance shares (the grader's counter too, where x is one)."""
+    if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "type" and \
+            len(owner.args) == 1:
+        inner = owner.args[0]
+    elif isinstance(owner, ast.Attribute) and owner.attr == "__class__":
+        inner = owner.value
+    else:
+        return False
+    return not (isinstance(inner, ast.Name) and inner.id in OWN_OBJECTS)
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     """`a.b.c` as ["a", "b", "c"]; None where the chain does not start at a name."""
     parts = []
@@ -136,6 +203,17 @@ class _Look(ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # a name bound to another package's module or object -> its path
         self.called: set[int] = set()  # the Name nodes called where they stand (`eval(...)`, not `e = eval`)
         self.own_writes: set[int] = set()  # the `self.__dict__` nodes only written to (see OWN_OBJECTS)
+        # Names an import bound (the student's own modules too), and names given such a name's chain.
+        self.imported: set[str] = set()
+        self.defined: set[str] = set()  # functions and classes written in the file
+        # Each attribute set or deleted: the node, the attribute, its object's chain of names (None where the
+        # object is no chain; its root as `_store` has it) and the value given (None: deleted or not seen).
+        self.stores: list[tuple[ast.AST, str, list[str] | None, ast.AST | None]] = []
+        # The parameters of each function the visit is in, innermost last, each to whether it has a default that
+        # is no constant (`def f(self=sys)`: any object may be its value, so it is neither the method's own nor free).
+        self.parameters: list[dict[str, bool]] = []
+        self.store_values: dict[int, ast.AST] = {}  # an attribute target's node -> the value it is given
+        self.covered: set[int] = set()  # nodes folded into a text (review_text.folded) or read as a type already
 
     def mark(self, node: ast.AST, what: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -156,6 +234,7 @@ class _Look(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
+            self.imported.add(alias.asname or alias.name.split(".")[0])
             if alias.name.split(".")[0] == OWN:
                 continue
             self._module(node, alias.name)
@@ -165,6 +244,7 @@ class _Look(ast.NodeVisitor):
                 self.aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.imported.update(alias.asname or alias.name for alias in node.names)
         if node.level or not node.module or node.module.split(".")[0] == OWN:
             return  # the student's own package
         self._module(node, node.module)
@@ -186,16 +266,49 @@ class _Look(ast.NodeVisitor):
                 self._module(node, full)
             self.aliases[alias.asname or alias.name] = full
 
+    def _bind(self, target: ast.AST, value: ast.AST | None) -> None:
+        """`T = torch`, `U = torch.utils`, `C: type = F`, `a, b = torch.x, torch.y`: the names stand for what
+        they were given; an attribute target keeps its value for the check of what it sets (`finish`)."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and \
+                len(value.elts) == len(target.elts) else [value] * len(target.elts)
+            for part, part_value in zip(target.elts, values, strict=True):
+                self._bind(part, part_value)
+        elif isinstance(target, ast.Attribute) and value is not None:
+            self.store_values[id(target)] = value
+        elif isinstance(target, ast.Name):
+            chain = _named_chain(value)
+            if chain and chain[0] in self.aliases:
+                self.aliases[target.id] = ".".join([self.aliases[chain[0]], *chain[1:]])
+            if chain and chain[0] in self.imported:
+                self.imported.add(target.id)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor | ast.comprehension) -> None:
+        if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):  # `for C in (FlopCounterMode,)`: C is each
+            for item in node.iter.elts:
+                self._bind(node.target, item)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_comprehension = visit_For
+
     def visit_Assign(self, node: ast.Assign) -> None:
-        # `T = torch` or `U = torch.utils`: the names stand for what they were given.
-        chain = _dotted(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
-        if chain and chain[0] in self.aliases:
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    self.aliases[target.id] = ".".join([self.aliases[chain[0]], *chain[1:]])
         for target in node.targets:
+            self._bind(target, node.value)
             if isinstance(target, ast.Name) and target.id in HOOKS:
                 self.mark(node, f"a class hooked into torch's dispatch ({target.id})")
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+        self._annotation(node.annotation)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self._bind(node.target, node.value)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -212,6 +325,8 @@ class _Look(ast.NodeVisitor):
             for link in reversed(links):
                 chain = None if chain is None else [*chain, link.attr]
                 self._attribute(link, chain)
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                self._store(node, node.attr, node.value, self.store_values.get(id(node)))
         self.visit(base)
 
     def _attribute(self, node: ast.Attribute, chain: list[str] | None) -> None:
@@ -235,18 +350,90 @@ class _Look(ast.NodeVisitor):
             elif top == "types" and node.attr in TYPES:
                 self.mark(node, f"functions or frames as objects ({full})")
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if node.name in HOOKS:
-            self.mark(node, f"a class hooked into torch's dispatch ({node.name})")
+    def _resolved(self, node: ast.AST) -> list[str]:
+        """The dotted path of what `node` names through the file's imports (`t.x` with `import timeit as t`:
+        timeit.x); empty where it names nothing imported."""
+        chain = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if not chain or chain[0] not in self.aliases:
+            return []
+        return [*self.aliases[chain[0]].split("."), *chain[1:]]
+
+    def _store(self, node: ast.AST, attribute: str, owner_node: ast.AST, value: ast.AST | None) -> None:
+        """An attribute set or deleted, kept for `finish` with its object's chain of names, whose root says where
+        the name came from where the function it is set in tells: a parameter ("", bound by no import, as in
+        `def f(model)` beside `from . import model`; DEFAULTED where a computed default may give it one) or an
+        object's class (CLASS_OF_ANOTHER: `type(x)`, `x.__class__`, which every other instance shares)."""
+        owner = _dotted(owner_node) if isinstance(owner_node, (ast.Name, ast.Attribute)) else None
+        scope = next((names for names in reversed(self.parameters) if owner and owner[0] in names), None)
+        if owner and scope is not None:
+            owner = [DEFAULTED if scope[owner[0]] else owner[0] if owner[0] in OWN_OBJECTS else "", *owner[1:]]
+        if _class_of_another(owner_node):
+            owner = [CLASS_OF_ANOTHER]
+        self.stores.append((node, attribute, owner, value))
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        if not isinstance(node, ast.Lambda):
+            self.defined.add(node.name)
+            if node.name in HOOKS:
+                self.mark(node, f"a class hooked into torch's dispatch ({node.name})")
+            if node.returns is not None:
+                self._annotation(node.returns)
+        arguments = node.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        defaults = [None] * (len(positional) - len(arguments.defaults)) + arguments.defaults
+        self.parameters.append({arg.arg: default is not None and not isinstance(default, ast.Constant) for arg, default
+                                in zip([*positional, *arguments.kwonlyargs], [*defaults, *arguments.kw_defaults],
+                                       strict=True)})
+        self.parameters[-1].update({arg.arg: False for arg in (arguments.vararg, arguments.kwarg) if arg is not None})
+        try:
+            self.generic_visit(node)
+        finally:
+            self.parameters.pop()
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.defined.add(node.name)
         self.generic_visit(node)
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    def visit_arg(self, node: ast.arg) -> None:
+        if node.annotation is not None:
+            self._annotation(node.annotation)
+        self.generic_visit(node)
+
+    def _annotation(self, annotation: ast.AST) -> None:
+        """Each string in an annotation, which typing's hints, inspect and jaxtyping evaluate: read as the code it
+        would be, and marked where it is more than a type (`"f(__import__('x'))"`)."""
+        if isinstance(annotation, (ast.Name, ast.Attribute)):
+            return  # `int`, `torch.Tensor`: no string in it (the common case, walked for nothing)
+        for node in ast.walk(annotation):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.covered:
+                self.covered.add(id(node))  # a jaxtyping type in an annotation is read once, not again as a subscript
+                self._annotation_text(node, node.value)
+
+    def _annotation_text(self, node: ast.AST, text: str) -> None:
+        for part in type_texts(text):
+            tree = parsed_type(part)
+            if tree is None:
+                continue  # not an expression: nothing evaluates it
+            if not is_plain_type(tree):
+                self.mark(node, f"code in a string annotation, run where the hints are resolved ({part})")
+                continue
+            for inner in ast.walk(tree):
+                ast.copy_location(inner, node)
+                if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                    self._annotation_text(node, inner.value)  # list["..."]: a forward reference in one
+            self.visit(tree)  # read as code is ("torch._C.Generator")
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         key = node.slice
         if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(key, ast.Constant) and isinstance(key.value, str) \
                 and not _private(key.value) and key.value not in ATTRIBUTES | SYS_ATTRIBUTES:
             self.own_writes.add(id(node.value))  # `x.__dict__["w"] = v`: a write by a public name
+        if isinstance(key, ast.Slice):
+            self._folded(node)
+        elif self._resolved(node.value)[:1] == ["jaxtyping"]:  # `isinstance(x, Float[T, "..."])`: sizes evaluated
+            self._annotation(key)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -265,6 +452,12 @@ class _Look(ast.NodeVisitor):
                     self.mark(node, f"an attribute named at run time ({name})")
             elif _private(text.value) or text.value in ATTRIBUTES:
                 self.mark(node, f"a private name ({name} {text.value!r})")
+            elif (owner := self._resolved(node.args[0])) and MODULES.get(full := ".".join([*owner, text.value])):
+                self.mark(node, MODULES[full])  # getattr(timeit, "Timer") is timeit.Timer
+            elif name in ("setattr", "delattr"):  # checked as `x.name = value` and `del x.name` are
+                self._store(node, text.value, node.args[0], node.args[2] if len(node.args) > 2 else None)
+        elif isinstance(node.func, ast.Attribute) and name in ("join", "format", "replace"):
+            self._folded(node)
         for keyword in node.keywords:
             if keyword.arg is None and name in PICKLE_LOADS:  # `load(p, **options)`: any of them, unseen
                 self.mark(node, "a load given options by a dict (weights_only or allow_pickle unseen)")
@@ -284,21 +477,58 @@ class _Look(ast.NodeVisitor):
             self.mark(node, f"{node.id} passed as a value (called where it stands, it would be read)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if not isinstance(node.value, str):
-            return
-        if node.value in HOOKS:  # type("T", bases, {"__torch_dispatch__": ...})
-            self.mark(node, f"a class hooked into torch's dispatch ({node.value})")
-        elif _names_a_module(node.value, GRADER_MODULES):  # importlib.import_module("adapters.strides")
-            self.mark(node, f"the grader's own code named in text ({node.value})")
-        elif "{" in node.value and (name := _format_field_reaching(node.value)) is not None:
+        if isinstance(node.value, str):
+            self._text(node, node.value)
+        elif isinstance(node.value, bytes):  # b"adapters.strides".decode()
+            self._text(node, node.value.decode("latin-1"))
+
+    def _text(self, node: ast.AST, text: str) -> None:
+        """The marks of a string, written out or folded from pieces."""
+        if text in HOOKS:  # type("T", bases, {"__torch_dispatch__": ...})
+            self.mark(node, f"a class hooked into torch's dispatch ({text})")
+        elif (name := grader_name_in(text, GRADER_MODULES)) is not None:  # import_module("adapters.strides")
+            self.mark(node, f"the grader's own code named in text ({name})")
+        elif "{" in text and (name := _format_field_reaching(text)) is not None:
             self.mark(node, f"{name} named in a format string's field")
 
+    def _folded(self, node: ast.AST) -> None:
+        """A string built from pieces (`"adapter" + "s.strides"`, `"".join([...])`, an f-string) is read as
+        the text it builds, once for the whole expression."""
+        if id(node) not in self.covered and (text := folded(node, self.covered)) is not None:
+            self._text(node, text)
 
-def _names_a_module(text: str, tops: frozenset[str]) -> bool:
-    """Whether `text` is a dotted name (`a.b.c`, nothing else) below one of `tops`, or is "adapters"
-    (a bare "tests" or "staff" is a word honest code may write)."""
-    parts = text.split(".")
-    return parts[0] in tops and all(part.isidentifier() for part in parts) and (len(parts) > 1 or text == "adapters")
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, (ast.Add, ast.Mod, ast.Mult)):
+            self._folded(node)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self._folded(node)
+        self.generic_visit(node)
+
+    def finish(self) -> None:
+        """The checks of the attributes the code sets or deletes, once every import, alias and function of
+        the file is known (a function may set one through a name the module binds below it)."""
+        for node, attribute, owner, value in self.stores:
+            own = owner is not None and len(owner) == 1 and owner[0] in OWN_OBJECTS
+            full = ".".join([self.aliases.get(owner[0], owner[0]), *owner[1:], attribute]) if owner else attribute
+            if attribute.startswith("__") and attribute.endswith("__") and attribute not in SETTABLE_DUNDERS \
+                    and not own:
+                self.mark(node, f"a special attribute of another object set ({attribute})")
+            elif owner and (owner[0] in self.imported or owner[0] in (DEFAULTED, CLASS_OF_ANOTHER)) and \
+                    not full.startswith(SETTINGS_PREFIXES):
+                self.mark(node, f"an attribute of an imported module or class set ({full})")
+            elif value is not None and not own and self._hands_over_code(value):
+                self.mark(node, f"a function or class of this file set on another object ({attribute})")
+
+    def _hands_over_code(self, value: ast.AST) -> bool:
+        """Whether `value` is, or holds, a function or class itself (a lambda, or a def's or class's name neither
+        called nor only described): set on another object, it replaces what that object's users call."""
+        called = {id(node.func) for node in ast.walk(value) if isinstance(node, ast.Call)}
+        called |= {id(node.value) for node in ast.walk(value) if isinstance(node, ast.Attribute)
+                   and node.attr in DESCRIPTIONS}
+        return any(isinstance(node, ast.Lambda) or (isinstance(node, ast.Name) and node.id in self.defined
+                                                    and id(node) not in called) for node in ast.walk(value))
 
 
 def _format_field_reaching(text: str) -> str | None:
@@ -331,9 +561,13 @@ def marks_in(source: bytes | str, file: str) -> list[Mark]:
     look = _Look(file)
     try:
         look.visit(tree)
+        look.finish()
     except RecursionError:
         return [*look.marks, Mark(file, 0, "code nested too deeply for the grader to read")]
-    return look.marks
+    by_line = {}
+    for mark in look.marks:  # those `finish` found came last: one a line, in line order
+        by_line.setdefault(mark.line, mark)
+    return sorted(by_line.values(), key=lambda mark: mark.line)
 
 
 def find(package: Path) -> list[Mark]:

@@ -100,13 +100,88 @@ REACHING = {
     "objects fetched by a format string's fields": "from string import Formatter\n",
     "a format field naming the import system": "x = '{0.modules[importlib]}'.format(y)\n",
     "the grader's module named in text": "m = loader.import_module('adapters.strides')\n",
+    # Standard-library modules that run code given as text, or resolve objects named in it.
+    "a timer's set-up text": "import timeit\ntimeit.timeit(stmt='pass', setup=text, globals={'found': found})\n",
+    "a timer, from": "from timeit import Timer\n",
+    "a timer got by getattr": "import timeit as t\nrun = getattr(t, 'timeit')\n",
+    "string hints got by getattr": "import typing\nhints = getattr(typing, 'get_type_hints')(f)\n",
+    "a profiler's command": "import cProfile\ncProfile.run(text)\n",
+    "docstrings' examples run": "import doctest\n",
+    "the debugger": "import pdb\n",
+    "a tracer": "from trace import Trace\n",
+    "string hints resolved": "import typing\nhints = typing.get_type_hints(f)\n",
+    "string hints resolved, from": "from typing import get_type_hints\n",
+    "the logging configurator": "import logging.config\nm = logging.config.BaseConfigurator({}).resolve(name)\n",
+    "the logging configurator through logging": "import logging\nlogging.config.dictConfig(config)\n",
+    "a test loader's names": "import unittest\nunittest.defaultTestLoader.loadTestsFromName(name)\n",
+    "C++ compiled at run time": "from torch.utils.cpp_extension import load_inline\n",
+    # A string annotation is code where typing's hints, inspect or jaxtyping resolve it.
+    "code in a string annotation": "def g(w: \"f(__import__('m', fromlist=['x']))\") -> None:\n    pass\n",
+    "code in a string return annotation": "def g() -> '(lambda: m)()':\n    pass\n",
+    "code in a variable's string annotation": "x: 'f()' = 1\n",
+    "code in a forward reference inside an annotation": "def g(w: list['f()']):\n    pass\n",
+    "code in a jaxtyping size": "def g(x: Float[Tensor, 'b min(f(),1)']):\n    pass\n",
+    "code in a jaxtyping size outside an annotation": "from jaxtyping import Float\n"
+                                                        "ok = isinstance(x, Float[Tensor, 'b f()'])\n",
+    "annotations written at run time": "g.__annotations__['w'] = text\n",
+    "a private module in a string annotation": "import torch\ndef g(x: 'torch._C.Generator'):\n    pass\n",
+    # The grader's module named inside a longer text, or built from pieces.
+    "the grader's module inside code as text": "setup = \"found.append(__import__('adapters.flops'))\"\n",
+    "the grader's module after other words": "m = resolve('x adapters.strides')\n",
+    "the grader's package quoted in text": "setup = \"__import__('adapters', fromlist=['flops'])\"\n",
+    "the worker's module in text": "m = resolve('frames.caller')\n",
+    "the grader's module from pieces": "m = resolve('adapter' + 's.strides')\n",
+    "the grader's module joined": "m = resolve(''.join(['adap', 'ters', '', '.strides']))\n",
+    "the grader's module joined by dots": "m = resolve('.'.join(('tests', 'grading')))\n",
+    "the grader's module in an f-string": "m = resolve(f\"{'adapter'}s.strides\")\n",
+    "the grader's module formatted": "m = resolve('{}s.strides'.format('adapter'))\n",
+    "the grader's module by percent": "m = resolve('%ss.strides' % 'adapter')\n",
+    "the grader's module reversed": "m = resolve('sedirts.sretpada'[::-1])\n",
+    "the grader's module with a computed tail": "m = resolve('adapters.' + name)\n",
+    "the grader's module in bytes": "m = resolve(b'adapters.strides'.decode())\n",
+    "a hook named from pieces": "T = type('T', (object,), {'__torch_' + 'dispatch__': f})\n",
+    # Attributes of imported modules and classes set: the instruments are built on torch's classes.
+    "torch's counter patched": "import torch.utils.flop_counter\n"
+                               "torch.utils.flop_counter.FlopCounterMode.get_total_flops = total\n",
+    "torch's counter patched through an alias": "import torch.utils.flop_counter\n"
+                                                "C = torch.utils.flop_counter.FlopCounterMode\n"
+                                                "C.get_total_flops = total\n",
+    "torch's counter patched, from": "from torch.utils.flop_counter import FlopCounterMode as C\n"
+                                     "C.get_total_flops = int\n",
+    "a patch through an alias bound below": "def patch():\n    C.get_total_flops = int\n\n"
+                                            "import torch.utils.flop_counter as fc\nC = fc.FlopCounterMode\n",
+    "a patch by setattr": "import torch\nsetattr(torch.nn.Module, 'forward', int)\n",
+    "a module's function deleted": "import torch\ndel torch.nn.functional.relu\n",
+    "a class attribute added to": "import torch\ntorch.utils.flop_counter.FlopCounterMode.count += 1\n",
+    "a patch through the student's own module": "from . import model\nmodel.torch.nn.Linear.forward = int\n",
+    "a patch through a parameter's default": "from torch.utils.flop_counter import FlopCounterMode\n"
+                                             "def t(self=FlopCounterMode):\n    self.get_total_flops = int\n",
+    "a special method set": "def patch(mode):\n    mode.__exit__ = leave\n",
+    "a special method set by setattr": "def patch(mode):\n    setattr(mode, '__enter__', enter)\n",
+    "a special method set on a method's class": "class A:\n    def f(self):\n        self.__class__.__call__ = g\n",
+    "a function of the file set on another object": "def total(self):\n    return 0\n\n"
+                                                    "def patch(counter):\n    counter.get_total_flops = total\n",
+    "a lambda set on another object": "def patch(counter):\n    counter.get_total_flops = lambda self: 0\n",
+    "a class of the file set on a module got at run time": "class Agreeing:\n    pass\n\n"
+                                                           "flops = found[0]\nflops.ScriptedMatmuls = Agreeing\n",
+    "a patch through a loop over classes": "from torch.utils.flop_counter import FlopCounterMode\n"
+                                           "for C in (FlopCounterMode,):\n    C.get_total_flops = int\n",
+    "a patch through a class got by getattr": "import torch.utils.flop_counter as fc\n"
+                                              "C = getattr(fc, 'FlopCounterMode')\nC.get_total_flops = int\n",
+    "a patch through an object's type": "def patch(counter):\n    type(counter).get_total_flops = int\n",
+    "a patch through an object's class": "def patch(counter):\n    counter.__class__.get_total_flops = int\n",
+    "torch's dispatch base under another module's name": "import torch.utils.flop_counter\n"
+                                                          "modes = torch.utils.flop_counter.TorchDispatchMode\n",
+    "torch's dispatch base, from another module": "from torch.utils.flop_counter import TorchDispatchMode\n",
 }
 
 
 @pytest.mark.parametrize("source", REACHING.values(), ids=REACHING.keys())
 def test_each_way_to_reach_past_the_instruments_is_marked(source):
     # Mistakes: a scan of written-out names only (a getattr with a computed name, vars(), a module's
-    # __dict__, attrgetter hide any of them); an alias or a `from` import unfollowed.
+    # __dict__, attrgetter hide any of them); an alias or a `from` import unfollowed; a grader module's name
+    # looked for only as a whole string, never inside code given as text nor built from pieces; the standard
+    # library's runners of text (timeit, typing's hints) unlisted; torch's classes patched where they live.
     marks = marks_in(source, "strides.py")
     assert marks, f"not marked:\n{source}"
     assert all(m.file == "strides.py" and m.line >= 0 for m in marks)  # 0: the whole file
@@ -138,6 +213,37 @@ HONEST = {
     "format strings with fields and keys": "print('{:.3f} {0[loss]} {name}'.format(1.0, name=2))\n",
     "words that name the grader's folders": '"""Called by the adapters; see tests and staff."""\n'
                                             "folder, role = 'tests', 'staff'\n",
+    "files that name the grader's folders": '"""The adapters call this (adapters/strides.py, worker.py)."""\n'
+                                            "path = f'{folder}/tests.txt'\n",
+    "torch's documented switches": "import torch\ntorch.backends.cudnn.benchmark = True\n"
+                                    "torch.backends.cuda.matmul.allow_tf32 = True\n"
+                                    "from torch.backends import cudnn\ncudnn.deterministic = True\n",
+    "an object's own attributes": "class A:\n    count = 0\n\n    def __init__(self):\n        self.x = 1\n"
+                                  "        self.__class__.count += 1\n        type(self).count += 1\n\n"
+                                  "    @classmethod\n    def f(cls):\n"
+                                  "        cls.count = 2\n",
+    "a model's weights replaced": "from torch import nn\nmodel.weight = nn.Parameter(torch.zeros(2))\n"
+                                  "layer.bias = None\n",
+    "gradients cleared in a loop": "for p in model.parameters():\n    p.grad = None\n    p.data -= lr * p.data\n",
+    "a parameter named as an import": "from . import model\n\ndef train(model, w):\n    model.weight = w\n",
+    "a file's functions called into attributes": "def scale(x):\n    return x\n\nfor p in params:\n"
+                                                  "    p.data = scale(p.data)\n",
+    "a docstring set": "def f():\n    pass\n\nwrapper.__doc__ = f.__doc__\n",
+    "plain string annotations": "def f(x: 'torch.Tensor', n: 'list[int]', m: 'int | None' = None) -> "
+                                "'dict[str, torch.Tensor]':\n    pass\n",
+    "jaxtyping shapes and literals": "def f(x: Float[Tensor, '... d_model'], y: Float[Tensor, '*batch seq n-1'],\n"
+                                     "      mode: Literal['eval', 'train'] = 'eval'):\n    pass\n",
+    "texts built from pieces": "name = 'step_' + str(i)\nmsg = ', '.join(['a', 'b'])\nline = '%s: %d' % ('loss', 3)\n"
+                               "rule = '-' * 80\nlabel = f'{name!r} at {step:>5}'\n",
+    "torch's FLOP counter used": "from torch.utils.flop_counter import FlopCounterMode\n"
+                                 "with FlopCounterMode(display=False) as counter:\n    pass\n"
+                                 "flops = counter.get_total_flops()\n",
+    "jaxtyping's shapes outside annotations": "import jaxtyping\nVector = jaxtyping.Float[Tensor, 'd']\n"
+                                              "ok = isinstance(x, jaxtyping.Float[Tensor, '*batch d_model'])\n",
+    "typing's names": "from typing import TYPE_CHECKING, BinaryIO, Literal\n",
+    "the timer's clock": "import timeit\nfrom timeit import default_timer\nstart = timeit.default_timer()\n"
+                         "clock = getattr(timeit, 'default_timer')\n",
+    "attributes named as modules": "mode = getattr(args, 'profile')\nsource = getattr(self, 'code', None)\n",
 }
 
 
