@@ -34,8 +34,8 @@ _MATMUL_PACKETS = frozenset(getattr(torch.ops.aten, name) for name in (
     "mm", "bmm", "addmm", "baddbmm", "addbmm", "_addmm_activation", "mv", "addmv", "_int_mm", "_scaled_mm")
     if hasattr(torch.ops.aten, name))
 # Ops that draw random numbers, by name (every overload): what a timer must keep out of its clock.
-_RANDOM_DRAWS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
-                 "normal_", "uniform_", "random_", "bernoulli", "bernoulli_", "exponential_", "multinomial"}
+_RANDOM_DRAWS = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
+                           "normal_", "uniform_", "random_", "bernoulli", "bernoulli_", "exponential_", "multinomial"})
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -86,7 +86,7 @@ class NoAutograd(TorchFunctionMode):
     blocks what is built on them (`torch.func.grad`, `torch.autograd.functional.*`), and forward mode's
     dual tensors (`torch._make_dual`, under `torch.autograd.forward_ad`, `torch.func.jvp` and `jacfwd`)."""
 
-    _BLOCKED = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad, torch._make_dual}
+    _BLOCKED = frozenset({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad, torch._make_dual})
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in self._BLOCKED:
@@ -100,7 +100,7 @@ class ForbiddenCalls:
     """Inside the block, calling any of `targets` ((owner, attribute name) pairs) records the name
     and raises RuntimeError(`message`); `calls` lists the names called, in order."""
 
-    def __init__(self, targets: list[tuple[object, str]], message: str) -> None:
+    def __init__(self, targets: tuple[tuple[object, str], ...], message: str) -> None:
         self.targets, self.message, self.calls = targets, message, []
         self.stack = ExitStack()
 

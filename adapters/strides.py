@@ -86,8 +86,8 @@ def run_can_view(shape: list[int], strides: list[int], new_shape: list[int]) -> 
 
 
 # Functions that build a strided view for the caller: materialize must do the indexing itself.
-STRIDED_VIEW_MAKERS = [(torch, "as_strided"), (torch.Tensor, "as_strided"), (torch.Tensor, "as_strided_"),
-                       (torch.Tensor, "set_"), (np.lib.stride_tricks, "as_strided")]
+STRIDED_VIEW_MAKERS = ((torch, "as_strided"), (torch.Tensor, "as_strided"), (torch.Tensor, "as_strided_"),
+                       (torch.Tensor, "set_"), (np.lib.stride_tricks, "as_strided"))
 # The same, as the dispatcher sees them however they were named (and the copying variants).
 STRIDED_VIEW_OPS = frozenset(getattr(torch.ops.aten, name) for name in (
     "as_strided", "as_strided_", "as_strided_copy", "as_strided_scatter", "set_") if hasattr(torch.ops.aten, name))

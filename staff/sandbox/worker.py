@@ -266,7 +266,9 @@ def import_torch(threads: int, compiler: bool = True) -> None:
 
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(threads)  # else as many as the machine's cores, past the process limit
-        from adapters import _codec, _durability, _instrument  # noqa: F401 - imported once here, not in a test
+        from adapters import _pins
+
+        _pins.import_adapters()  # imported once here, not in a test, and pinned before any student code runs
     finally:
         gc.enable()
     gc.freeze()
@@ -352,8 +354,9 @@ def serve(requests: int, responses: int) -> None:
     import torch
     from frames import FrameError, read_frame, write_frame
 
-    from adapters import _codec, _remote_error
+    from adapters import _codec, _pins, _remote_error
 
+    pins = _pins.Pins()  # before the student's package is imported: what the instruments rely on, as it is
     current_test = None
     while True:
         try:
@@ -385,7 +388,11 @@ def serve(requests: int, responses: int) -> None:
                     np.random.seed(seed % 2**32)
                     random.seed(seed)
                 args, kwargs = _codec.decode(request["args"], blobs)
+                if changed := pins.changed():
+                    raise _pins.InstrumentsChanged(changed, "before the call")
                 value = body(*args, **kwargs)
+                if changed := pins.changed():
+                    raise _pins.InstrumentsChanged(changed, "during the call")
                 reply["value"], reply_blobs = _codec.encode(value)
                 reply["ok"] = True
         except BaseException as error:  # noqa: BLE001 - every failure of student code goes back as data
