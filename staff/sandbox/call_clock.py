@@ -93,7 +93,7 @@ def thread_times(serving: int) -> dict[int, tuple[float, float]]:
 
 
 def total_cpu_s(zygote: int) -> float | None:
-    """The CPU time of everything below the `zygote`, ended processes too (about 0.3 ms to read a worker
+    """The CPU time of the `zygote` and everything below it, ended processes too (about 0.3 ms to read a worker
     of a few processes); None where the zygote cannot be read. Processes that end while they are read are
     skipped: their time shows in their reaper's at the next look."""
     total = 0
@@ -102,9 +102,9 @@ def total_cpu_s(zygote: int) -> float | None:
             total += _ticks(f"/proc/{pid}/stat")
         except (OSError, ValueError, IndexError):
             continue
-    try:  # the processes the zygote reaped: orphans end there (it is their subreaper or their init)
-        with open(f"/proc/{zygote}/stat") as handle:
-            total += sum(int(value) for value in handle.read().rsplit(")", 1)[1].split()[13:15])
+    try:  # the zygote's own (its watch of the worker's processes, which they can make costly) and the
+        # processes it reaped: orphans end there (it is their subreaper or their init)
+        total += _ticks(f"/proc/{zygote}/stat")
     except (OSError, ValueError, IndexError):
         return None
     return total / CLOCK_TICKS

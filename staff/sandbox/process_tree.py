@@ -145,6 +145,9 @@ def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int
     grown = sum(kib for _, _, kib in held) if memory is not None else 0
     if memory is not None and grown > memory.limit_kib:
         grown = anonymous_added_kib([(folder, kib) for folder, _, kib in held], memory.zygote)
+        if pids is None:  # the walk may take seconds: a process started meanwhile counts whole
+            seen = {folder.split("/")[2] for folder, _, _ in held}
+            grown += sum(_living(pid)[2] for pid in descendants() if str(pid) not in seen)
     if memory is not None and grown > memory.limit_kib:
         return (f"was stopped by the grader: your code's {len(held)} processes held {grown / 1024:.0f} MiB of memory "
                 f"together, past the {memory.limit_kib / 2**20:g} GiB a grade's processes may hold in all "

@@ -199,7 +199,8 @@ ORDINARY_CASES = {"connect-to-a-socket-file": [()], "whole-token-file-read-unsee
                   "shared-memory-unmapped-but-a-page": [(), ("namespaces",)],
                   "reach-the-worker-template": [(), ("namespaces",)], "checkpoint-of-a-quarter-gigabyte": [()],
                   "memory-of-children-summed-past-the-limit": [(), ("namespaces",)],
-                  "memory-in-fresh-interpreters-below-the-zygotes-share": [(), ("namespaces",)]}
+                  "memory-in-fresh-interpreters-below-the-zygotes-share": [(), ("namespaces",)],
+                  "loop-credited-while-the-zygote-walks-shared-pages": [()], "memory-held-while-the-zygote-walks": [()]}
 AS_USER = "-as-an-ordinary-user"
 
 

@@ -155,7 +155,8 @@ def test_unreadable_usage_is_the_wall_clock():
 
 
 # A zygote of its own (the test process has other children, and reaped many): it forks a serving child that
-# reaps a child of 0.4 s of CPU, then spends 0.4 s of its own and 0.2 s in a thread of its own, then sleeps.
+# reaps a child of 0.4 s of CPU, then spends 0.4 s of its own and 0.2 s in a thread of its own, then sleeps;
+# the zygote itself spends 0.3 s (as its watch of the worker's processes does).
 ZYGOTE = """
 import os, threading, time
 def spin(seconds):
@@ -171,14 +172,17 @@ if os.fork() == 0:
     threading.Thread(target=lambda: (spin(0.2), time.sleep(60))).start()
     time.sleep(60)
     os._exit(0)
+spin(0.3)
 time.sleep(60)
 """
 
 
 def test_the_serving_childs_threads_and_the_workers_cpu_are_read_reaped_processes_too():
     # Mistakes caught: a serving child looked up by a pid of another namespace; the other processes' CPU
-    # lost once they end and are reaped (a submission's spinners that exit before the look); a thread of
-    # the serving child missed, or its time read in the wrong field.
+    # lost once they end and are reaped (a submission's spinners that exit before the look); the zygote's
+    # own CPU left out (its watch, which the worker's processes can make walk gigabytes of page tables,
+    # was credited as a busy machine's: the red team's loop-credited-while-the-zygote-walks-shared-pages);
+    # a thread of the serving child missed, or its time read in the wrong field.
     zygote = subprocess.Popen([sys.executable, "-c", ZYGOTE])
     try:
         deadline = time.monotonic() + 30
@@ -187,10 +191,11 @@ def test_the_serving_childs_threads_and_the_workers_cpu_are_read_reaped_processe
         serving = children(zygote.pid)[0]
         assert serving_pid(zygote.pid, serving) == serving
         assert serving_pid(zygote.pid, serving + 10**6) is None
-        while (total_cpu_s(zygote.pid) < 0.95 or len(thread_times(serving)) < 2) and time.monotonic() < deadline:
+        while (total_cpu_s(zygote.pid) < 1.25 or len(thread_times(serving)) < 2) and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.5)
-        assert 0.95 <= total_cpu_s(zygote.pid) < 1.3, "the reaped child's 0.4 s, the child's 0.4 s and its thread's 0.2"
+        assert 1.25 <= total_cpu_s(zygote.pid) < 1.7, \
+            "the reaped child's 0.4 s, the child's 0.4 s, its thread's 0.2 and the zygote's own 0.3"
         ran = sorted(ran for _, ran in thread_times(serving).values())
         assert len(ran) == 2 and 0.15 <= ran[0] < 0.35 and 0.35 <= ran[1] < 0.6, ran
         assert thread_times(serving + 10**6) == {} and total_cpu_s(zygote.pid + 10**6) is None
