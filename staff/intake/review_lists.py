@@ -27,38 +27,6 @@ MODULES = {
     "string.Formatter": "objects fetched by names written in text (string.Formatter)",
     # Code given as text, compiled and run by the module: a timer's stmt and setup, a profiler's or tracer's
     # command, a docstring's examples, the debugger's commands.
-    # Code run in another process, where the instruments (which watch the serving process only) see nothing:
-    # a helper started at import can run torch's Adagrad for Problem 8 unseen. Nothing in these problems
-    # needs one; the worker allows them (multiprocessing's pools work), so they are marked, not refused.
-    "multiprocessing": "code run in another process, where the grader's checks do not look (multiprocessing)",
-    "subprocess": "code run in another process, where the grader's checks do not look (subprocess)",
-    "pty": "code run in another process, where the grader's checks do not look (pty)",
-    "concurrent.futures.ProcessPoolExecutor": "code run in another process, where the grader's checks do not look "
-                                              "(ProcessPoolExecutor)",
-    "concurrent.futures.process": "code run in another process, where the grader's checks do not look "
-                                  "(concurrent.futures.process)",
-    "os.fork": "code run in another process, where the grader's checks do not look (os.fork)",
-    "os.forkpty": "code run in another process, where the grader's checks do not look (os.forkpty)",
-    "os.posix_spawn": "code run in another process, where the grader's checks do not look (os.posix_spawn)",
-    "os.posix_spawnp": "code run in another process, where the grader's checks do not look (os.posix_spawnp)",
-    "os.system": "code run in another process, where the grader's checks do not look (os.system)",
-    "os.popen": "code run in another process, where the grader's checks do not look (os.popen)",
-    "os.execl": "code run in another process, where the grader's checks do not look (os.execl)",
-    "os.execle": "code run in another process, where the grader's checks do not look (os.execle)",
-    "os.execlp": "code run in another process, where the grader's checks do not look (os.execlp)",
-    "os.execlpe": "code run in another process, where the grader's checks do not look (os.execlpe)",
-    "os.execv": "code run in another process, where the grader's checks do not look (os.execv)",
-    "os.execve": "code run in another process, where the grader's checks do not look (os.execve)",
-    "os.execvp": "code run in another process, where the grader's checks do not look (os.execvp)",
-    "os.execvpe": "code run in another process, where the grader's checks do not look (os.execvpe)",
-    "os.spawnl": "code run in another process, where the grader's checks do not look (os.spawnl)",
-    "os.spawnle": "code run in another process, where the grader's checks do not look (os.spawnle)",
-    "os.spawnlp": "code run in another process, where the grader's checks do not look (os.spawnlp)",
-    "os.spawnlpe": "code run in another process, where the grader's checks do not look (os.spawnlpe)",
-    "os.spawnv": "code run in another process, where the grader's checks do not look (os.spawnv)",
-    "os.spawnve": "code run in another process, where the grader's checks do not look (os.spawnve)",
-    "os.spawnvp": "code run in another process, where the grader's checks do not look (os.spawnvp)",
-    "os.spawnvpe": "code run in another process, where the grader's checks do not look (os.spawnvpe)",
     "timeit": None,  # its clock (default_timer) is honest; what takes a stmt or a setup is not:
     "timeit.timeit": "code run from text (timeit compiles its stmt and setup)",
     "timeit.repeat": "code run from text (timeit compiles its stmt and setup)",
@@ -86,6 +54,14 @@ MODULES = {
     "torch.utils.cpp_extension": "foreign code compiled at run time (torch.utils.cpp_extension)",
     "torch.package": "code imported from an archive (torch.package)",
 }
+# Code run in another process, where the instruments (which watch the serving process only) see nothing: a
+# helper started at import can run torch's Adagrad for Problem 8 unseen. Nothing in these problems needs one;
+# the worker allows them (multiprocessing's pools work), so they are marked, not refused.
+MODULES.update({name: f"code run in another process, where the grader's checks do not look ({name})" for name in (
+    "multiprocessing", "subprocess", "pty", "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process",
+    "os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp", "os.system", "os.popen",
+    *(f"os.exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+    *(f"os.spawn{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")))})
 # The grader's own code in the worker: the adapters (whose globals the tests' checks read when they run) and
 # the worker's modules. Honest code imports none of it.
 GRADER_MODULES = frozenset({"adapters", "tests", "staff", *(name.removesuffix(".py") for name in WORKER_FILES)})

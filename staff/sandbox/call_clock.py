@@ -48,7 +48,7 @@ class Usage:
 
     serving: int  # the serving child's pid here: its counts start again with each child
     threads: dict[int, tuple[float, float]]  # each thread of the serving child: its tid -> (waited_s, ran_s)
-    total_s: float  # the CPU time of every thread and process below the zygote, ended ones too
+    total_s: float  # the CPU time of the zygote and of every thread and process below it, ended ones too
 
 
 def _ticks(stat_path: str) -> int:
