@@ -4,12 +4,23 @@ the FLOP counter and autograd changes nothing."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
+import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import flop_counter
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from adapters import _pins, strides
+from staff import samples
+from staff.grading.grade import REPO_ROOT
+from staff.grading.suite_run import child_env
+from staff.sandbox.layout import build
+from staff.sandbox.settings import Settings
 
 
 def test_honest_use_of_torchs_modes_the_counter_and_autograd_changes_no_pin():
@@ -60,3 +71,53 @@ def test_the_instruments_tables_cannot_be_emptied_in_place():
     # Mistake caught: a list the check reads (STRIDED_VIEW_MAKERS.clear() emptied ForbiddenCalls), which no
     # identity pin sees.
     assert isinstance(strides.STRIDED_VIEW_MAKERS, tuple) and isinstance(strides.STRIDED_VIEW_OPS, frozenset)
+
+
+# A test process's one call into a worker serving the package at argv[2]; it prints what the call did as JSON.
+ONE_CALL = """
+import json, sys
+from pathlib import Path
+from adapters import _route, dtype_memory
+from staff.sandbox import plugin_settings
+from staff.sandbox.plugin import Sandbox
+
+sandbox = Sandbox(plugin_settings.read(Path(sys.argv[1])))
+_route.set_route(sandbox.route)
+sandbox.route.begin_test("one call", 0)
+try:
+    print(json.dumps(["returned", dtype_memory.run_bytes_per_element("float32")]))
+except Exception as error:  # noqa: BLE001 - what the call raised is the answer
+    print(json.dumps([type(error).__name__, str(error)[:600]]))
+finally:
+    sandbox.worker.close()
+"""
+# Torch's FLOP counter replaced through a container when the package is imported: a route the review scan
+# does not follow (an assignment to an item's attribute).
+PATCH = """
+import torch.utils.flop_counter as _counter
+[_counter.FlopCounterMode][0].get_total_flops = lambda self: 0
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("patched", [False, True])
+def test_the_worker_fails_a_call_once_the_code_replaced_an_instrument(tmp_path, patched):
+    # Mistake caught: pins made and never checked by the worker (or checked only before the student's package
+    # is imported), so a replacement made at import goes unseen; and a pin that trips on the reference.
+    package = samples.reference(tmp_path / "submission")
+    if patched:
+        with (package / "dtype_memory.py").open("a") as handle:
+            handle.write(PATCH)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    settings = build(scratch, REPO_ROOT, package, ("adapters",), False, Settings(threads=1, test_timeout_s=20.0))
+    done = subprocess.run([sys.executable, "-c", ONE_CALL, str(settings.settings)], capture_output=True, text=True,
+                          env={**child_env(REPO_ROOT), "STAFF_GRADER_PID": str(os.getpid())}, cwd=REPO_ROOT,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    what, said = json.loads(done.stdout.strip().splitlines()[-1])
+    if patched:
+        assert what != "returned" and "replaced part of the grader's instruments" in said, (what, said)
+        assert "FlopCounterMode.get_total_flops" in said, said
+    else:
+        assert (what, said) == ("returned", 4), (what, said)
