@@ -136,7 +136,8 @@ def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int
     """Why the processes below this one (or `pids`) must end, when their page tables together hold more
     than `limit_kib`, or the memory they grew past what they shared with the zygote more than `memory`
     allows (as the words that follow "the process running your code"); else None."""
-    held = [_living(pid) for pid in (descendants() if pids is None else pids)]
+    listed = descendants() if pids is None else pids
+    held = [_living(pid) for pid in listed]
     tables = sum(kib for _, kib, _ in held)
     if tables > limit_kib:
         return (f"was stopped by the grader: your code's processes held {tables / 1024:.0f} MiB of page tables "
@@ -146,8 +147,7 @@ def page_tables_past_limit(limit_kib: int = PAGE_TABLE_LIMIT_KIB, pids: list[int
     if memory is not None and grown > memory.limit_kib:
         grown = anonymous_added_kib([(folder, kib) for folder, _, kib in held], memory.zygote)
         if pids is None:  # the walk may take seconds: a process started meanwhile counts whole
-            seen = {folder.split("/")[2] for folder, _, _ in held}
-            grown += sum(_living(pid)[2] for pid in descendants() if str(pid) not in seen)
+            grown += sum(_living(pid)[2] for pid in set(descendants()) - set(listed))
     if memory is not None and grown > memory.limit_kib:
         return (f"was stopped by the grader: your code's {len(held)} processes held {grown / 1024:.0f} MiB of memory "
                 f"together, past the {memory.limit_kib / 2**20:g} GiB a grade's processes may hold in all "
